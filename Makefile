@@ -1,0 +1,53 @@
+# convlog developer tasks. `make demo` and `make test` work on a fresh clone: they
+# create .venv and install the project into it when it is missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PYTEST := $(BIN)/python -m pytest
+
+.PHONY: install demo test test-unit test-integration test-e2e lint bench bench-quick wheel-check clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,analytics]'
+	@touch $(STAMP)
+
+install: $(STAMP)  ## create .venv with convlog (editable) and the dev tools
+
+demo: $(STAMP)  ## the main job: a scripted conversation on embedded SQLite
+	$(BIN)/python -m convlog.demo
+
+test: $(STAMP)  ## the whole suite
+	$(PYTEST) tests
+
+test-unit: $(STAMP)
+	$(PYTEST) tests/unit
+
+test-integration: $(STAMP)
+	$(PYTEST) tests/integration
+
+test-e2e: $(STAMP)
+	$(PYTEST) tests/e2e
+
+lint: $(STAMP)  ## ruff + mypy (strict)
+	$(BIN)/ruff check domain projections adapters tests bench
+	$(BIN)/python -m mypy
+
+bench: $(STAMP)  ## benchmarks: ratios against raw sqlite3, printed and saved in bench/results
+	$(BIN)/python -m bench.core
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench.core --quick
+
+wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a smoke test
+	rm -rf build dist .wheel-venv
+	$(BIN)/python -m build --wheel --outdir dist . >/dev/null
+	$(PYTHON) -m venv .wheel-venv
+	.wheel-venv/bin/python -m pip install --quiet dist/*.whl
+	cd /tmp && $(CURDIR)/.wheel-venv/bin/python $(CURDIR)/tests/smoke_wheel.py
+	rm -rf .wheel-venv build
+
+clean:
+	rm -rf $(VENV) .wheel-venv build dist .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,83 @@
+"""convlog: an event-sourced conversation log for AI agent hosts.
+
+    import convlog
+    log = convlog.open()                       # $CONVLOG_URL, else sqlite:///./convlog.db
+    conv = log.conversation("discord:thread:42", user="u1", agent="copilot")
+    conv.append_turn([convlog.user("hi"), convlog.assistant("hello", model="gpt-4o")])
+
+`await convlog.open_async()` gives the same API as coroutines.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from convlog.aio import AsyncConversationHandle, AsyncConversationLog
+from convlog.builders import assistant, tool, user
+from convlog.domain.content import (
+    ImagePart,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResultPart,
+    ToolUsePart,
+    Usage,
+)
+from convlog.domain.errors import (
+    ConvlogError,
+    InvalidInput,
+    SystemMessageRejected,
+    UnknownConversation,
+)
+from convlog.domain.messages import Message
+from convlog.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
+from convlog.log import AppendResult, ConversationHandle, ConversationLog, SessionInfo
+
+try:
+    __version__ = version("convlog")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+
+def open(url: str | None = None, *, create: bool = True) -> ConversationLog:  # noqa: A001
+    """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``;
+    default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``. With ``create=False`` a
+    missing SQLite file is an error instead of a new database."""
+    return ConversationLog(url, create=create)
+
+
+async def open_async(url: str | None = None, *, create: bool = True) -> AsyncConversationLog:
+    """`open()` for asyncio hosts: every method is a coroutine run off the event loop."""
+    return await AsyncConversationLog.open(url, create=create)
+
+
+__all__ = [
+    "AppendResult",
+    "AsyncConversationHandle",
+    "AsyncConversationLog",
+    "ConcurrencyError",
+    "ConversationHandle",
+    "ConversationLog",
+    "ConvlogError",
+    "CorruptEvent",
+    "ImagePart",
+    "InvalidInput",
+    "Message",
+    "SessionInfo",
+    "StorageError",
+    "SystemMessageRejected",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCall",
+    "ToolResultPart",
+    "ToolUsePart",
+    "UnknownConversation",
+    "UnsupportedURL",
+    "Usage",
+    "__version__",
+    "assistant",
+    "open",
+    "open_async",
+    "tool",
+    "user",
+]

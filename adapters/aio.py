@@ -1,0 +1,134 @@
+"""The asyncio API: the same operations as coroutines, for asyncio agent hosts.
+
+Storage drivers here are blocking (sqlite3, and psycopg's sync pool later), so each
+call runs in a worker thread with `asyncio.to_thread`: the event loop keeps serving
+other conversations while a write waits for the disk or for another process's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from convlog.domain.conversation import Conversation
+from convlog.domain.events import MessageAppended, Recorded
+from convlog.domain.messages import Message
+from convlog.log import AppendResult, ConversationLog, SessionInfo
+from convlog.projections.timeline import TimelineRow
+from convlog.projections.transcript import TranscriptLine
+
+
+class AsyncConversationLog:
+    """`await convlog.open_async(url)`; every method mirrors `ConversationLog`."""
+
+    def __init__(self, log: ConversationLog):
+        self.sync = log
+
+    @classmethod
+    async def open(cls, url: str | None = None, *, create: bool = True
+                   ) -> AsyncConversationLog:
+        return cls(await asyncio.to_thread(ConversationLog, url, create=create))
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.sync.close)
+
+    async def __aenter__(self) -> AsyncConversationLog:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def conversation(self, key: str, **attrs: Any) -> AsyncConversationHandle:
+        await asyncio.to_thread(self.sync.conversation, key, **attrs)
+        return AsyncConversationHandle(self, key)
+
+    async def get(self, key: str) -> AsyncConversationHandle:
+        await asyncio.to_thread(self.sync.get, key)
+        return AsyncConversationHandle(self, key)
+
+    async def append_turn(self, key: str, messages: Sequence[Message]) -> AppendResult:
+        return await asyncio.to_thread(self.sync.append_turn, key, list(messages))
+
+    async def append(self, key: str, message: Message) -> AppendResult:
+        return await asyncio.to_thread(self.sync.append, key, message)
+
+    async def bind_native_session(self, key: str, native_session_id: str,
+                                  agent: str | None = None) -> AppendResult:
+        return await asyncio.to_thread(self.sync.bind_native_session, key,
+                                       native_session_id, agent)
+
+    async def archive(self, key: str, reason: str | None = None) -> AppendResult:
+        return await asyncio.to_thread(self.sync.archive, key, reason)
+
+    async def reactivate(self, key: str) -> AppendResult:
+        return await asyncio.to_thread(self.sync.reactivate, key)
+
+    async def clear(self, key: str, reason: str | None = None) -> AppendResult:
+        return await asyncio.to_thread(self.sync.clear, key, reason)
+
+    async def state(self, key: str) -> Conversation:
+        return await asyncio.to_thread(self.sync.state, key)
+
+    async def info(self, key: str) -> SessionInfo:
+        return await asyncio.to_thread(self.sync.info, key)
+
+    async def exists(self, key: str) -> bool:
+        return await asyncio.to_thread(self.sync.exists, key)
+
+    async def events(self, key: str, **kwargs: Any) -> list[Recorded]:
+        return await asyncio.to_thread(self.sync.events, key, **kwargs)
+
+    async def messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
+        return await asyncio.to_thread(self.sync.messages, key, last=last)
+
+    async def transcript(self, key: str) -> list[TranscriptLine]:
+        return await asyncio.to_thread(self.sync.transcript, key)
+
+    async def timeline(self, key: str, *, until: int | datetime | None = None
+                       ) -> list[TimelineRow]:
+        return await asyncio.to_thread(self.sync.timeline, key, until=until)
+
+    async def sessions(self, **kwargs: Any) -> list[SessionInfo]:
+        return await asyncio.to_thread(self.sync.sessions, **kwargs)
+
+
+class AsyncConversationHandle:
+    def __init__(self, log: AsyncConversationLog, key: str):
+        self.log = log
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"<AsyncConversation {self.key!r}>"
+
+    async def append_turn(self, messages: Iterable[Message]) -> AppendResult:
+        return await self.log.append_turn(self.key, list(messages))
+
+    async def append(self, message: Message) -> AppendResult:
+        return await self.log.append(self.key, message)
+
+    async def bind_native_session(self, native_session_id: str, agent: str | None = None
+                                  ) -> AppendResult:
+        return await self.log.bind_native_session(self.key, native_session_id, agent)
+
+    async def archive(self, reason: str | None = None) -> AppendResult:
+        return await self.log.archive(self.key, reason)
+
+    async def reactivate(self) -> AppendResult:
+        return await self.log.reactivate(self.key)
+
+    async def clear(self, reason: str | None = None) -> AppendResult:
+        return await self.log.clear(self.key, reason)
+
+    async def state(self) -> Conversation:
+        return await self.log.state(self.key)
+
+    async def messages(self, *, last: int | None = None) -> list[MessageAppended]:
+        return await self.log.messages(self.key, last=last)
+
+    async def transcript(self) -> list[TranscriptLine]:
+        return await self.log.transcript(self.key)
+
+    async def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
+        return await self.log.timeline(self.key, until=until)

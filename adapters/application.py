@@ -1,0 +1,161 @@
+"""The eventsourcing Application that stores conversations.
+
+It owns the infrastructure (recorder, event store, snapshot store, aggregate cache)
+and the write cycle: load state -> decide -> save, retried when another writer won
+the race for the same conversation. Decisions themselves are pure domain code.
+
+Why appends stay constant-time: the state is small, the repository caches it and
+fast-forwards it with one indexed query for events newer than the cached version,
+and a snapshot every `SNAPSHOT_INTERVAL` events bounds a cold start's replay.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Protocol
+from uuid import UUID
+
+import msgspec
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError, Mapper, OperationalError, PersistenceError
+
+from convlog.domain.conversation import Command, Conversation, decide_all, evolve
+from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
+from convlog.errors import ConcurrencyError, StorageError
+from convlog.mapper import Envelope, MsgspecMapper
+
+SNAPSHOT_INTERVAL = 500
+MAX_ATTEMPTS = 25
+
+
+class IndexedRecorder(Protocol):
+    """What convlog needs from a recorder beyond eventsourcing's interface."""
+
+    def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]: ...
+
+    def conversation_ids(self) -> list[UUID]: ...
+
+
+def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conversation | None:
+    """eventsourcing projector: fold envelopes (a snapshot first, maybe) into state."""
+    for envelope in envelopes:
+        payload = envelope.event
+        if isinstance(payload, Conversation):
+            state = msgspec.structs.replace(payload)
+            continue
+        if state is None:
+            if not isinstance(payload, SessionStarted):
+                raise StorageError(
+                    f"stream {envelope.originator_id} does not begin with session_started")
+            state = Conversation(key=payload.key)
+        evolve(state, payload)
+        if state.version != envelope.originator_version:
+            raise StorageError(
+                f"stream {envelope.originator_id}: expected position {state.version}, "
+                f"found {envelope.originator_version}")
+    return state
+
+
+class ConversationStore(Application[UUID]):
+    name = "convlog"
+    is_snapshotting_enabled = True
+    env: ClassVar[dict[str, str]] = {"AGGREGATE_CACHE_MAXSIZE": "1000"}
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        return MsgspecMapper()
+
+    @property
+    def index(self) -> IndexedRecorder:
+        recorder: Any = self.recorder
+        return recorder  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ reading
+
+    def load(self, conversation: UUID, key: str) -> Conversation:
+        """Current state; a fresh, unstarted state when nothing is recorded yet.
+
+        The returned object is the cached one: callers must treat it as read-only."""
+        try:
+            state = self.repository.get(conversation, projector_func=project,
+                                        deepcopy_from_cache=False)
+        except AggregateNotFoundError:
+            return Conversation(key=key)
+        assert isinstance(state, Conversation)
+        return state
+
+    def recorded(
+        self,
+        conversation: UUID,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> list[Recorded]:
+        envelopes = self.events.get(conversation, gt=after, lte=upto, desc=desc, limit=limit)
+        return [Recorded(e.originator_version, e.event) for e in envelopes]  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ writing
+
+    def execute(
+        self,
+        conversation: UUID,
+        key: str,
+        commands: Callable[[Conversation], Sequence[Command]],
+        origins: Sequence[str] | None = None,
+    ) -> tuple[Conversation, list[Recorded]]:
+        """Decide `commands(state)` and save the events in ONE transaction, retrying on
+        a lost race. `commands` is called again on every attempt, so it can look up
+        which message ids are already known. Returns the new state and what was saved."""
+        for attempt in range(MAX_ATTEMPTS):
+            state = self.load(conversation, key)
+            now = datetime.now(UTC)
+            events = decide_all(state, commands(state), now, origins)
+            if not events:
+                return state, []
+            try:
+                return self._save(conversation, state, events)
+            except IntegrityError:
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+        raise ConcurrencyError(
+            f"conversation {key!r}: gave up after {MAX_ATTEMPTS} conflicting concurrent writes")
+
+    def _save(
+        self, conversation: UUID, state: Conversation, events: list[Event]
+    ) -> tuple[Conversation, list[Recorded]]:
+        after = msgspec.structs.replace(state)
+        envelopes = []
+        for event in events:
+            evolve(after, event)
+            envelopes.append(Envelope(conversation, after.version, event))
+        new_ids = [e.message_id for e in events if isinstance(e, MessageAppended)]
+        try:
+            self.save(*envelopes, message_ids=(conversation, new_ids) if new_ids else None)
+        except IntegrityError:
+            raise
+        except OperationalError as exc:
+            raise StorageError(_explain(exc)) from None
+        except PersistenceError as exc:
+            raise StorageError(f"could not write to the event store: {exc}") from None
+        if after.version // SNAPSHOT_INTERVAL > state.version // SNAPSHOT_INTERVAL:
+            self._snapshot(conversation, after)
+        return after, [Recorded(env.originator_version, env.event) for env in envelopes]
+
+    def _snapshot(self, conversation: UUID, state: Conversation) -> None:
+        if self.snapshots is None:
+            return
+        try:
+            self.snapshots.put([Envelope(conversation, state.version, state)])
+        except IntegrityError:
+            pass  # another process took the same snapshot: it is identical
+
+
+def _explain(exc: Exception) -> str:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return ("the database is locked by another process and stayed locked past the "
+                f"timeout (set ?timeout=SECONDS in the URL to wait longer): {text}")
+    return f"could not write to the event store: {text}"

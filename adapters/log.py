@@ -1,0 +1,296 @@
+"""The synchronous public API: a `ConversationLog` and its `Conversation` handles.
+
+Every write is one transaction: a turn, a `record` batch, an archive. Writes from
+threads of one process are serialised by a lock (SQLite has one writer anyway);
+writes from other processes are ordered by the store's optimistic concurrency.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from convlog.application import ConversationStore
+from convlog.domain.conversation import (
+    AppendMessages,
+    Archive,
+    BindNativeSession,
+    Clear,
+    Command,
+    Conversation,
+    Reactivate,
+    StartSession,
+    check_key,
+    conversation_id,
+)
+from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.events import MessageAppended, Recorded, SessionStarted
+from convlog.domain.messages import Message
+from convlog.errors import StorageError
+from convlog.projections.timeline import TimelineRow, timeline
+from convlog.projections.transcript import TranscriptLine, transcript
+from convlog.storage import StorageConfig, parse_url
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a write did: the conversation's version after it, and which message ids
+    were appended or skipped as already recorded (a retried turn skips them all)."""
+
+    version: int
+    appended: list[str] = []
+    skipped: list[str] = []
+    events: int = 0
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    user: str | None
+    agent: str | None
+    channel: str | None
+    title: str | None
+    workspace: str | None
+    status: str
+    created_at: datetime | None
+    last_active_at: datetime | None
+    message_count: int
+    version: int
+    native_session_id: str | None
+
+
+def session_info(state: Conversation) -> SessionInfo:
+    return SessionInfo(
+        key=state.key, user=state.user, agent=state.agent, channel=state.channel,
+        title=state.title, workspace=state.workspace, status=state.status,
+        created_at=state.created_at, last_active_at=state.last_active_at,
+        message_count=state.message_count, version=state.version,
+        native_session_id=state.native_session_id,
+    )
+
+
+class ConversationLog:
+    """An open event store of conversations. Use `convlog.open(url)` to get one."""
+
+    def __init__(self, url: str | None = None, *, create: bool = True):
+        self.config: StorageConfig = parse_url(url)
+        if not create:
+            self.config.check_exists()
+        try:
+            self._store = ConversationStore(env=self.config.env())
+        except (OSError, ValueError) as exc:
+            raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None
+        except Exception as exc:  # sqlite3 errors arrive wrapped in several types
+            raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None
+        self._lock = threading.RLock()
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> ConversationLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def store(self) -> ConversationStore:
+        """The underlying eventsourcing application (for advanced use and tests)."""
+        return self._store
+
+    # ------------------------------------------------------------------- writing
+
+    def conversation(
+        self,
+        key: str,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+        channel: str | None = None,
+        title: str | None = None,
+        workspace: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> ConversationHandle:
+        """The conversation under `key`, started (SessionStarted) if it is new.
+        Calling it again for an existing key records nothing."""
+        self.execute(key, [StartSession(
+            user=user, agent=agent, channel=channel, title=title, workspace=workspace,
+            metadata=dict(metadata or {}))])
+        return ConversationHandle(self, key)
+
+    def get(self, key: str) -> ConversationHandle:
+        """The existing conversation under `key`; UnknownConversation if there is none."""
+        self.state(key)
+        return ConversationHandle(self, key)
+
+    def append_turn(self, key: str, messages: Sequence[Message]) -> AppendResult:
+        """Append every message of one agent run in one transaction. Message ids already
+        recorded in this conversation are skipped, so retrying a turn is safe."""
+        return self.execute(key, [AppendMessages(messages=list(messages))])
+
+    def append(self, key: str, message: Message) -> AppendResult:
+        return self.append_turn(key, [message])
+
+    def bind_native_session(self, key: str, native_session_id: str,
+                            agent: str | None = None) -> AppendResult:
+        return self.execute(key, [BindNativeSession(native_session_id=native_session_id,
+                                                    agent=agent)])
+
+    def archive(self, key: str, reason: str | None = None) -> AppendResult:
+        return self.execute(key, [Archive(reason=reason)])
+
+    def reactivate(self, key: str) -> AppendResult:
+        return self.execute(key, [Reactivate()])
+
+    def clear(self, key: str, reason: str | None = None) -> AppendResult:
+        """Start a new epoch: later context starts empty; history stays in the log."""
+        return self.execute(key, [Clear(reason=reason)])
+
+    def execute(
+        self, key: str, commands: Sequence[Command], origins: Sequence[str] | None = None
+    ) -> AppendResult:
+        """Decide and record a batch of commands atomically (all or nothing)."""
+        cid = conversation_id(key)
+        ids = [m.id for c in commands if isinstance(c, AppendMessages) for m in c.messages
+               if isinstance(m, Message)]
+
+        def with_known_ids(state: Conversation) -> list[Command]:
+            if not ids or not state.started:
+                return list(commands)
+            known = frozenset(self._store.index.known_message_ids(cid, ids))
+            return [msgspec.structs.replace(c, known_ids=known)
+                    if isinstance(c, AppendMessages) else c for c in commands]
+
+        with self._lock:
+            state, saved = self._store.execute(cid, key, with_known_ids, origins)
+        appended = [r.event.message_id for r in saved if isinstance(r.event, MessageAppended)]
+        new = set(appended)
+        return AppendResult(version=state.version, appended=appended,
+                            skipped=[i for i in ids if i not in new], events=len(saved))
+
+    # ------------------------------------------------------------------- reading
+
+    def state(self, key: str) -> Conversation:
+        """The conversation's current decision state (a copy)."""
+        state = self._store.load(conversation_id(key), check_key(key))
+        if not state.started:
+            raise UnknownConversation(key)
+        return msgspec.structs.replace(state)
+
+    def info(self, key: str) -> SessionInfo:
+        return session_info(self.state(key))
+
+    def exists(self, key: str) -> bool:
+        return self._store.load(conversation_id(key), check_key(key)).started
+
+    def events(self, key: str, *, after: int = 0, upto: int | None = None,
+               desc: bool = False, limit: int | None = None) -> list[Recorded]:
+        """Recorded events of a conversation, by position; one indexed query."""
+        if limit is not None and limit <= 0:
+            raise InvalidInput("limit must be positive", field="limit")
+        recorded = self._store.recorded(conversation_id(key), after=after or None, upto=upto,
+                                        desc=desc, limit=limit)
+        if not recorded and after == 0 and not self.exists(key):
+            raise UnknownConversation(key)
+        return recorded
+
+    def messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
+        """Messages in order. `last=N` returns the newest N, read from the tail of the
+        log page by page (descending, indexed), never by replaying the conversation."""
+        if last is None:
+            return [r.event for r in self.events(key) if isinstance(r.event, MessageAppended)]
+        if last <= 0:
+            raise InvalidInput("last must be positive", field="last")
+        cid = conversation_id(key)
+        found: list[MessageAppended] = []
+        upto: int | None = None
+        while len(found) < last:
+            page = self._store.recorded(cid, upto=upto, desc=True, limit=max(2 * last, 64))
+            if not page:
+                break
+            found.extend(r.event for r in page if isinstance(r.event, MessageAppended))
+            upto = page[-1].version - 1
+            if upto < 1:
+                break
+        if not found and not self.exists(key):
+            raise UnknownConversation(key)
+        return found[:last][::-1]
+
+    def transcript(self, key: str) -> list[TranscriptLine]:
+        return transcript(self.events(key))
+
+    def timeline(self, key: str, *, until: int | datetime | None = None) -> list[TimelineRow]:
+        upto = until if isinstance(until, int) else None
+        return timeline(self.events(key, upto=upto), until=until)
+
+    def sessions(self, *, include_archived: bool = False, user: str | None = None,
+                 agent: str | None = None) -> list[SessionInfo]:
+        """Conversations, most recently active first (archived ones on request)."""
+        rows = []
+        for cid in self._store.index.conversation_ids():
+            first = self._store.recorded(cid, limit=1)
+            if not first or not isinstance(first[0].event, SessionStarted):
+                continue
+            info = session_info(self._store.load(cid, first[0].event.key))
+            if (info.status == "archived" and not include_archived) or (
+                    user is not None and info.user != user) or (
+                    agent is not None and info.agent != agent):
+                continue
+            rows.append(info)
+        rows.sort(key=lambda s: s.last_active_at or _EPOCH, reverse=True)
+        return rows
+
+
+class ConversationHandle:
+    """One conversation of a log, addressed by its key."""
+
+    def __init__(self, log: ConversationLog, key: str):
+        self.log = log
+        self.key = check_key(key)
+
+    def __repr__(self) -> str:
+        return f"<Conversation {self.key!r}>"
+
+    def append_turn(self, messages: Iterable[Message]) -> AppendResult:
+        return self.log.append_turn(self.key, list(messages))
+
+    def append(self, message: Message) -> AppendResult:
+        return self.log.append(self.key, message)
+
+    def bind_native_session(self, native_session_id: str, agent: str | None = None
+                            ) -> AppendResult:
+        return self.log.bind_native_session(self.key, native_session_id, agent)
+
+    def archive(self, reason: str | None = None) -> AppendResult:
+        return self.log.archive(self.key, reason)
+
+    def reactivate(self) -> AppendResult:
+        return self.log.reactivate(self.key)
+
+    def clear(self, reason: str | None = None) -> AppendResult:
+        return self.log.clear(self.key, reason)
+
+    @property
+    def state(self) -> Conversation:
+        return self.log.state(self.key)
+
+    def info(self) -> SessionInfo:
+        return self.log.info(self.key)
+
+    def events(self, **kwargs: Any) -> list[Recorded]:
+        return self.log.events(self.key, **kwargs)
+
+    def messages(self, *, last: int | None = None) -> list[MessageAppended]:
+        return self.log.messages(self.key, last=last)
+
+    def transcript(self) -> list[TranscriptLine]:
+        return self.log.transcript(self.key)
+
+    def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
+        return self.log.timeline(self.key, until=until)

@@ -1,0 +1,117 @@
+"""Maps convlog events to eventsourcing's stored events and back, with msgspec.
+
+The stock eventsourcing Mapper stores `module:qualname` topics and needs `__dict__`
+events; ours stores each event under its stable name (plus ``@N`` for class version
+N > 1), encodes msgspec Structs directly, and decodes with a typed decoder built once
+per event type, so datetimes, UUIDs and Decimals round-trip exactly.
+
+Codec: JSON. Measured on this machine (`make bench`, "codec" rows) msgpack is about
+1.3x faster to encode and decode a typical message event and ~15% smaller, but both
+cost a few microseconds, far below one SQLite transaction (~100+ us), while JSON
+keeps the stored state readable with `sqlite3`/`psql` and queryable with SQL JSON
+functions when debugging a production database. Readability wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import msgspec
+from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
+
+from convlog.domain.conversation import Conversation
+from convlog.domain.events import EVENT_TYPES, Event
+from convlog.errors import CorruptEvent
+
+SNAPSHOT_TOPIC = "conversation_state"
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What eventsourcing stores: a convlog event (or a state snapshot) at a position
+    of a stream. The domain never sees this class."""
+
+    originator_id: UUID
+    originator_version: int
+    event: Any  # an Event, or a Conversation for snapshots
+
+
+def topic_of(cls: type[Event]) -> str:
+    name = cls.event_name()
+    return name if cls.class_version == 1 else f"{name}@{cls.class_version}"
+
+
+def all_topics(cls: type[Event]) -> list[str]:
+    """Every topic this event type was ever stored under (for topic filters)."""
+    name = cls.event_name()
+    return [name] + [f"{name}@{v}" for v in range(2, cls.class_version + 1)]
+
+
+def _parse_topic(topic: str) -> tuple[str, int]:
+    name, _, version = topic.partition("@")
+    return name, int(version) if version else 1
+
+
+class _NullTranscoder(Transcoder):
+    """eventsourcing wants a transcoder; msgspec does the work, so this one is unused."""
+
+    def encode(self, obj: Any) -> bytes:
+        raise NotImplementedError
+
+    def decode(self, data: bytes) -> Any:
+        raise NotImplementedError
+
+
+class MsgspecMapper(Mapper[UUID]):
+    def __init__(self) -> None:
+        super().__init__(transcoder=_NullTranscoder())
+        self._encoder = msgspec.json.Encoder(decimal_format="number")
+        self._by_name: dict[str, type[Event]] = {c.event_name(): c for c in EVENT_TYPES}
+        self._decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {
+            c: msgspec.json.Decoder(c) for c in (*EVENT_TYPES, Conversation)
+        }
+        self._untyped = msgspec.json.Decoder()
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        assert isinstance(domain_event, Envelope), domain_event
+        payload = domain_event.event
+        topic = SNAPSHOT_TOPIC if isinstance(payload, Conversation) else topic_of(type(payload))
+        return StoredEvent(
+            originator_id=domain_event.originator_id,
+            originator_version=domain_event.originator_version,
+            topic=topic,
+            state=self._encoder.encode(payload),
+        )
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        originator_id = stored_event.originator_id
+        if not isinstance(originator_id, UUID):
+            originator_id = UUID(str(originator_id))
+        return Envelope(originator_id, stored_event.originator_version, self.decode(stored_event))
+
+    def decode(self, stored: StoredEvent) -> Any:
+        """Decode a stored event's payload, upcasting older versions; typed errors only."""
+        try:
+            if stored.topic == SNAPSHOT_TOPIC:
+                return self._decoders[Conversation].decode(stored.state)
+            name, version = _parse_topic(stored.topic)
+            cls = self._by_name[name]
+            if version == cls.class_version:
+                return self._decoders[cls].decode(stored.state)
+            if version > cls.class_version:
+                msg = f"written by a newer convlog (version {version} > {cls.class_version})"
+                raise ValueError(msg)
+            state = self._untyped.decode(stored.state)
+            if not isinstance(state, dict):
+                raise ValueError("stored state is not an object")
+            for v in range(version, cls.class_version):
+                getattr(cls, f"upcast_v{v}_v{v + 1}")(state)
+            return msgspec.convert(state, cls, strict=False)
+        except KeyError:
+            raise CorruptEvent(stored.originator_id, stored.originator_version, stored.topic,
+                               "unknown event type") from None
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as exc:
+            raise CorruptEvent(stored.originator_id, stored.originator_version, stored.topic,
+                               str(exc)) from None

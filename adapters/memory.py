@@ -1,0 +1,44 @@
+"""In-memory storage (``memory://``): eventsourcing's POPO persistence plus the
+message-id index, for tests and throwaway hosts. Nothing survives the process."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import ApplicationRecorder, IntegrityError, StoredEvent
+from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
+
+
+class POPOConvlogRecorder(POPOApplicationRecorder):
+    def __init__(self) -> None:
+        super().__init__()
+        self._message_ids: set[tuple[UUID, str]] = set()
+
+    def _insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        with self._database_lock:
+            message_ids: tuple[UUID, Sequence[str]] | None = kwargs.get("message_ids")
+            rows = [(message_ids[0], m) for m in message_ids[1]] if message_ids else []
+            if any(row in self._message_ids for row in rows) or len(set(rows)) < len(rows):
+                msg = "message id already recorded in this conversation"
+                raise IntegrityError(msg)
+            ids = super()._insert_events(stored_events, **kwargs)
+            self._message_ids.update(rows)
+            return ids
+
+    def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]:
+        with self._database_lock:
+            return {m for m in message_ids if (conversation, m) in self._message_ids}
+
+    def conversation_ids(self) -> list[UUID]:
+        with self._database_lock:
+            return [UUID(str(s.originator_id)) for s in self._stored_events
+                    if s.originator_version == 1]
+
+
+class Factory(POPOFactory):
+    def application_recorder(self) -> ApplicationRecorder:
+        return POPOConvlogRecorder()

@@ -1,0 +1,108 @@
+"""Message content: text, parts, tool calls and token usage.
+
+WARNING: these Structs are part of the STORED FORMAT of `MessageAppended`. Renaming a
+field or a tag breaks every database already written. Add optional fields with
+defaults; change anything else through a new event class version and an upcaster
+(see `convlog.domain.events`), and update the golden files in tests/golden.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import msgspec
+
+from convlog.domain.errors import InvalidInput
+
+
+class Part(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """One piece of a message that is more than plain text."""
+
+
+class TextPart(Part, tag="text"):
+    text: str
+
+
+class ImagePart(Part, tag="image"):
+    """A reference to an image (a URL or a host-side file id), never the bytes."""
+
+    ref: str
+    media_type: str | None = None
+
+
+class ToolUsePart(Part, tag="tool_use"):
+    id: str
+    name: str
+    arguments: str = "{}"
+    """The call's arguments as JSON text, exactly as the model produced them."""
+
+
+class ToolResultPart(Part, tag="tool_result"):
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+class ThinkingPart(Part, tag="thinking"):
+    text: str
+
+
+AnyPart = TextPart | ImagePart | ToolUsePart | ToolResultPart | ThinkingPart
+Content = str | list[AnyPart]
+Role = Literal["user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("user", "assistant", "tool")
+
+
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call in the chat-completions style (`tool_calls` on an assistant message)."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens a provider reported for producing one message."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for name in self.__struct_fields__:
+            if getattr(self, name) < 0:
+                raise InvalidInput("token counts cannot be negative", field=f"usage.{name}")
+
+
+def check_json_arguments(arguments: str, field: str) -> None:
+    """Tool arguments must be JSON text: replaying or re-sending them must not fail later."""
+    try:
+        json.loads(arguments)
+    except ValueError as exc:
+        raise InvalidInput(f"tool arguments are not valid JSON ({exc})", field=field) from None
+
+
+def check_content(content: object, field: str = "content") -> None:
+    """Content is text or a list of parts; tool arguments inside it are JSON."""
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise InvalidInput(
+            f"content must be text or a list of parts, not {type(content).__name__}", field=field
+        )
+    for i, part in enumerate(content):
+        if not isinstance(part, Part):
+            raise InvalidInput(
+                f"content parts must be parts, not {type(part).__name__}", field=f"{field}[{i}]"
+            )
+        if isinstance(part, ToolUsePart):
+            check_json_arguments(part.arguments, f"{field}[{i}].arguments")
+
+
+def content_text(content: Content) -> str:
+    """The plain text of some content, as a reader would see it (tool details omitted)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.text for p in content if isinstance(p, TextPart))

@@ -1,0 +1,280 @@
+"""The Conversation aggregate: small state, a fold over events, and pure decisions.
+
+Decisions are functions of (state, command) -> events, in the Equinox style: they
+never touch storage, so the rules are tested without a database and the adapter is
+free to retry a decision after a concurrent writer won (optimistic concurrency).
+
+The state is deliberately small (counters and a few ids, no message history): it is
+cached and snapshotted, and appending must cost the same at message 10 and at
+message 100,000. Message history is read from the log's tail, never from here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.events import (
+    ConversationCleared,
+    Event,
+    HistoryInjected,
+    MessageAppended,
+    NativeSessionBound,
+    ResumeAttempted,
+    ResumeFailed,
+    ResumeSucceeded,
+    SessionArchived,
+    SessionReactivated,
+    SessionStarted,
+)
+from convlog.domain.messages import Message
+
+# WARNING: changing this namespace re-keys every stored conversation.
+KEY_NAMESPACE = uuid.UUID("6f1d3a52-2b8e-5c47-9a0e-3c6b1f0e7d21")
+MAX_KEY_LENGTH = 512
+
+
+def check_key(key: object) -> str:
+    """A conversation key is a non-empty, printable string the host chose."""
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidInput("conversation key must be a non-empty string", field="key")
+    if len(key) > MAX_KEY_LENGTH:
+        raise InvalidInput(f"conversation key is longer than {MAX_KEY_LENGTH}", field="key")
+    if any(not ch.isprintable() for ch in key):
+        raise InvalidInput("conversation key contains control characters", field="key")
+    return key
+
+
+def conversation_id(key: str) -> uuid.UUID:
+    """The deterministic stream id of a conversation key (the same in every process)."""
+    return uuid.uuid5(KEY_NAMESPACE, check_key(key))
+
+
+class Conversation(msgspec.Struct, kw_only=True):
+    """The decision state of one conversation. Also the snapshot format: add fields
+    only with defaults, so older snapshots still decode."""
+
+    key: str
+    version: int = 0
+    started: bool = False
+    status: Literal["active", "archived"] = "active"
+    user: str | None = None
+    agent: str | None = None
+    channel: str | None = None
+    title: str | None = None
+    workspace: str | None = None
+    created_at: datetime | None = None
+    last_active_at: datetime | None = None
+    message_count: int = 0
+    epoch: int = 0
+    epoch_start_version: int = 0
+    """Version of the latest ConversationCleared: context starts after it."""
+    native_session_id: str | None = None
+    injected_native_session_ids: list[str] = []
+    """Native sessions that already received injected history (at most once each)."""
+
+
+# --------------------------------------------------------------------------- fold
+
+
+def evolve(state: Conversation, event: Event) -> None:
+    """Apply one recorded event to the state, in place. Total: unknown events only
+    advance the version, so a newer writer's event types never break an older reader."""
+    state.version += 1
+    state.last_active_at = event.at
+    if isinstance(event, SessionStarted):
+        state.started = True
+        state.created_at = event.at
+        state.user, state.agent, state.channel = event.user, event.agent, event.channel
+        state.title, state.workspace = event.title, event.workspace
+    elif isinstance(event, MessageAppended):
+        state.message_count += 1
+    elif isinstance(event, NativeSessionBound):
+        state.native_session_id = event.native_session_id
+    elif isinstance(event, HistoryInjected) and event.native_session_id:
+        state.injected_native_session_ids = [
+            *state.injected_native_session_ids[-9:], event.native_session_id
+        ]
+    elif isinstance(event, SessionArchived):
+        state.status = "archived"
+    elif isinstance(event, SessionReactivated):
+        state.status = "active"
+    elif isinstance(event, ConversationCleared):
+        state.epoch += 1
+        state.epoch_start_version = state.version
+
+
+def fold(key: str, events: Iterable[Event]) -> Conversation:
+    state = Conversation(key=key)
+    for event in events:
+        evolve(state, event)
+    return state
+
+
+# ---------------------------------------------------------------------- commands
+
+
+class StartSession(msgspec.Struct, frozen=True, kw_only=True):
+    channel: str | None = None
+    user: str | None = None
+    agent: str | None = None
+    title: str | None = None
+    workspace: str | None = None
+    metadata: dict[str, object] = {}
+
+
+class AppendMessages(msgspec.Struct, frozen=True, kw_only=True):
+    """One turn: every message of one agent run, recorded together or not at all."""
+
+    messages: Sequence[Message]
+    known_ids: frozenset[str] = frozenset()
+    """Ids among `messages` that the log already holds (the adapter looks them up)."""
+
+
+class BindNativeSession(msgspec.Struct, frozen=True, kw_only=True):
+    native_session_id: str
+    agent: str | None = None
+
+
+class Archive(msgspec.Struct, frozen=True, kw_only=True):
+    reason: str | None = None
+
+
+class Reactivate(msgspec.Struct, frozen=True, kw_only=True):
+    pass
+
+
+class Clear(msgspec.Struct, frozen=True, kw_only=True):
+    reason: str | None = None
+
+
+class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
+    """A fact the host observed (a resume attempt and its outcome, an injection):
+    recorded as given once its fields are checked."""
+
+    event: ResumeAttempted | ResumeSucceeded | ResumeFailed | HistoryInjected
+
+
+Command = (
+    StartSession | AppendMessages | BindNativeSession | Archive | Reactivate | Clear | RecordFact
+)
+
+
+# --------------------------------------------------------------------- decisions
+
+
+def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
+    """The events that `command` causes in `state`; [] when it changes nothing.
+
+    Recording a message, a native session or a resume fact into a conversation that
+    was never started starts it (hosts that skip the start must not lose data);
+    archiving, reactivating or clearing an unknown conversation is an error.
+    """
+    events: list[Event] = []
+    if isinstance(command, StartSession):
+        return [] if state.started else [_start(state.key, command, now)]
+    if not state.started:
+        if isinstance(command, Archive | Reactivate | Clear):
+            raise UnknownConversation(state.key)
+        events.append(_start(state.key, StartSession(), now))
+    if isinstance(command, AppendMessages):
+        messages = _new_messages(command)
+        if not messages:
+            return []
+        if state.status == "archived":
+            events.append(SessionReactivated(at=now))
+        events.extend(_appended(m, now) for m in messages)
+    elif isinstance(command, BindNativeSession):
+        _require_text(command.native_session_id, "native_session_id")
+        if command.native_session_id != state.native_session_id:
+            events.append(NativeSessionBound(
+                at=now, native_session_id=command.native_session_id, agent=command.agent))
+    elif isinstance(command, Archive):
+        if state.status != "archived":
+            events.append(SessionArchived(at=now, reason=command.reason))
+    elif isinstance(command, Reactivate):
+        if state.status == "archived":
+            events.append(SessionReactivated(at=now))
+    elif isinstance(command, Clear):
+        events.append(ConversationCleared(at=now, reason=command.reason))
+    elif isinstance(command, RecordFact):
+        events.append(_checked_fact(command.event, state))
+    return events
+
+
+def decide_all(
+    state: Conversation,
+    commands: Sequence[Command],
+    now: datetime,
+    origins: Sequence[str] | None = None,
+) -> list[Event]:
+    """Decide a batch of commands against a scratch copy of the state, so each command
+    sees the effect of the ones before it. The first invalid command raises, located
+    at its origin (``stdin:3``) when `origins` says where each command came from, else
+    at its index; nothing of the batch is then recorded."""
+    scratch = msgspec.structs.replace(state)
+    out: list[Event] = []
+    for i, command in enumerate(commands):
+        try:
+            events = decide(scratch, command, now)
+        except InvalidInput as exc:
+            raise exc.located(origins[i] if origins else f"command {i + 1}") from None
+        for event in events:
+            evolve(scratch, event)
+        out.extend(events)
+    return out
+
+
+def _start(key: str, c: StartSession, now: datetime) -> SessionStarted:
+    return SessionStarted(
+        at=now, key=check_key(key), channel=c.channel, user=c.user, agent=c.agent,
+        title=c.title, workspace=c.workspace, metadata=dict(c.metadata),
+    )
+
+
+def _new_messages(command: AppendMessages) -> list[Message]:
+    seen: set[str] = set()
+    fresh = []
+    for i, message in enumerate(command.messages):
+        if not isinstance(message, Message):
+            raise InvalidInput(
+                f"expected a Message, got {type(message).__name__}", field=f"messages[{i}]")
+        if message.id in seen:
+            raise InvalidInput(
+                f"message id {message.id!r} appears twice in one turn", field=f"messages[{i}].id")
+        seen.add(message.id)
+        if message.id not in command.known_ids:
+            fresh.append(message)
+    return fresh
+
+
+def _appended(m: Message, now: datetime) -> MessageAppended:
+    return MessageAppended(
+        at=now, message_id=m.id, role=m.role,  # type: ignore[arg-type]  # checked by Message
+        content=m.content, tool_calls=list(m.tool_calls), tool_call_id=m.tool_call_id,
+        model=m.model, agent=m.agent, usage=m.usage, cost_usd=m.cost_usd, tokens=m.tokens,
+        token_counter=m.token_counter, created_at=m.created_at,
+    )
+
+
+def _require_text(value: object, field: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("must be a non-empty string", field=field)
+
+
+def _checked_fact(event: Event, state: Conversation) -> Event:
+    if isinstance(event, ResumeAttempted | ResumeSucceeded | ResumeFailed):
+        _require_text(event.strategy, "strategy")
+    if isinstance(event, HistoryInjected):
+        if not 0 <= event.from_version <= event.to_version <= state.version:
+            raise InvalidInput(
+                f"range {event.from_version}..{event.to_version} is outside the log "
+                f"(0..{state.version})", field="from_version")
+        if event.message_count < 0 or event.tokens < 0:
+            raise InvalidInput("counts cannot be negative", field="message_count")
+    return event

@@ -1,0 +1,60 @@
+"""Typed errors of the domain.
+
+Every error a user can cause names *what* is wrong and *where*: the field, and when
+the input came from a file or stream, its position. Hosts catch `ConvlogError`; the
+CLI turns it into a one-line message and exit status 1.
+"""
+
+from __future__ import annotations
+
+
+class ConvlogError(Exception):
+    """Base class of every error convlog raises on purpose."""
+
+
+class InvalidInput(ConvlogError, ValueError):
+    """Input that breaks a rule of the conversation model.
+
+    `field` is a dotted path into the offending object (``messages[2].role``);
+    `where` says where the object came from when known (``stdin:3``).
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, where: str | None = None):
+        self.reason = message
+        self.field = field
+        self.where = where
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = []
+        if self.where:
+            parts.append(self.where)
+        if self.field:
+            parts.append(f"field {self.field!r}")
+        prefix = ": ".join(parts)
+        return f"{prefix}: {self.reason}" if prefix else self.reason
+
+    def located(self, where: str) -> InvalidInput:
+        """The same error, placed at `where` (e.g. a file name and line number)."""
+        return type(self)(self.reason, field=self.field, where=where)
+
+    def nested(self, prefix: str) -> InvalidInput:
+        """The same error with its field path under `prefix` (``messages[2]``)."""
+        field = f"{prefix}.{self.field}" if self.field else prefix
+        return type(self)(self.reason, field=field, where=self.where)
+
+
+class SystemMessageRejected(InvalidInput):
+    """System prompts belong to the host's configuration, not to the conversation log.
+
+    Storing them would inject stale instructions on resume and leak host internals
+    into analytics, so a message with role ``system`` is refused.
+    """
+
+
+class UnknownConversation(ConvlogError, LookupError):
+    """No conversation has been recorded under this key."""
+
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__(f"unknown conversation {key!r}")

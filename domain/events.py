@@ -1,0 +1,172 @@
+"""The events of a conversation: every fact convlog knows is one of these.
+
+WARNING: this module is a STORED FORMAT. Each event is stored under its tag (the
+stable name below, never the Python class path) and its `class_version`. Renaming a
+class is free; renaming a tag or a field, or changing a field's type, breaks every
+database already written. To evolve an event:
+
+1. bump `class_version`, and
+2. add a static `upcast_vN_vN1(state: dict) -> None` that rewrites the stored dict of
+   version N into version N+1 in place, and
+3. keep the old golden file in tests/golden and add the new one.
+
+The mapper (convlog.mapper) runs the upcasters when it reads an older version.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from convlog.domain.content import Content, ToolCall, Usage
+
+ReasonClass = Literal["unsupported", "not_found", "transient", "timeout", "error"]
+REASON_CLASSES: tuple[str, ...] = ("unsupported", "not_found", "transient", "timeout", "error")
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base of every conversation event. `at` is when convlog recorded the fact (UTC)."""
+
+    class_version: ClassVar[int] = 1
+    at: datetime
+
+    @classmethod
+    def event_name(cls) -> str:
+        """The stable stored name of this event type."""
+        tag = cls.__struct_config__.tag
+        assert isinstance(tag, str), cls
+        return tag
+
+
+class SessionStarted(Event, tag="session_started"):
+    """A conversation began under a key the host chose (``discord:thread:42``)."""
+
+    key: str
+    channel: str | None = None
+    user: str | None = None
+    agent: str | None = None
+    title: str | None = None
+    workspace: str | None = None
+    metadata: dict[str, Any] = {}
+
+
+class MessageAppended(Event, tag="message_appended"):
+    """One message as the user or the agent saw it. Never a system prompt."""
+
+    message_id: str
+    role: Literal["user", "assistant", "tool"]
+    content: Content
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
+    model: str | None = None
+    agent: str | None = None
+    usage: Usage | None = None
+    cost_usd: Decimal | None = None
+    tokens: int | None = None
+    """Token count of the content, counted once when the message was appended."""
+    token_counter: str | None = None
+    """Which counter produced `tokens` (e.g. ``o200k_base``, ``host``)."""
+    created_at: datetime | None = None
+    """When the host says the message was written, if it differs from `at`."""
+
+
+class NativeSessionBound(Event, tag="native_session_bound"):
+    """The agent's own session id for this conversation (e.g. an ACP ``sessionId``)."""
+
+    native_session_id: str
+    agent: str | None = None
+
+
+class ResumeAttempted(Event, tag="resume_attempted"):
+    strategy: str
+    native_session_id: str | None = None
+
+
+def _latency_seconds_to_ms(state: dict[str, Any]) -> None:
+    """v1 -> v2 of the resume outcomes: latency moved from float seconds (`latency_s`)
+    to milliseconds (`latency_ms`), the unit every telemetry query reports."""
+    seconds = state.pop("latency_s", None)
+    state["latency_ms"] = None if seconds is None else round(seconds * 1000.0, 3)
+
+
+class ResumeSucceeded(Event, tag="resume_succeeded"):
+    class_version: ClassVar[int] = 2
+    upcast_v1_v2 = staticmethod(_latency_seconds_to_ms)
+
+    strategy: str
+    native_session_id: str | None = None
+    latency_ms: float | None = None
+
+
+class ResumeFailed(Event, tag="resume_failed"):
+    strategy: str
+    reason: ReasonClass = "error"
+    native_session_id: str | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+
+    class_version: ClassVar[int] = 2
+    upcast_v1_v2 = staticmethod(_latency_seconds_to_ms)
+
+
+class HistoryInjected(Event, tag="history_injected"):
+    """The exact text convlog handed to a fresh agent session, and what it covered."""
+
+    from_version: int
+    to_version: int
+    message_count: int
+    tokens: int
+    format: str
+    text: str
+    native_session_id: str | None = None
+
+
+class SessionArchived(Event, tag="session_archived"):
+    reason: str | None = None
+
+
+class SessionReactivated(Event, tag="session_reactivated"):
+    pass
+
+
+class ConversationCleared(Event, tag="conversation_cleared"):
+    """A new epoch: later context starts empty; earlier history is kept for the record."""
+
+    reason: str | None = None
+
+
+AnyEvent = (
+    SessionStarted
+    | MessageAppended
+    | NativeSessionBound
+    | ResumeAttempted
+    | ResumeSucceeded
+    | ResumeFailed
+    | HistoryInjected
+    | SessionArchived
+    | SessionReactivated
+    | ConversationCleared
+)
+
+EVENT_TYPES: tuple[type[Event], ...] = (
+    SessionStarted,
+    MessageAppended,
+    NativeSessionBound,
+    ResumeAttempted,
+    ResumeSucceeded,
+    ResumeFailed,
+    HistoryInjected,
+    SessionArchived,
+    SessionReactivated,
+    ConversationCleared,
+)
+
+
+class Recorded(msgspec.Struct, frozen=True):
+    """An event with its position in the conversation's log (1 = first event)."""
+
+    version: int
+    event: AnyEvent

@@ -1,0 +1,70 @@
+"""What a host hands convlog to record: a message of a turn, validated on construction.
+
+`Message` is a command value, not stored as is: the conversation turns it into a
+`MessageAppended` event. Construction checks every rule that does not need the log
+(role, content shape, JSON tool arguments), so a bad message fails where it is built.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+
+import msgspec
+
+from convlog.domain.content import (
+    ROLES,
+    Content,
+    ToolCall,
+    Usage,
+    check_content,
+    check_json_arguments,
+)
+from convlog.domain.errors import InvalidInput, SystemMessageRejected
+
+
+def new_message_id() -> str:
+    """A fresh id for a message the host did not name (retries then cannot dedupe it)."""
+    return uuid.uuid4().hex
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True):
+    role: str
+    content: Content
+    id: str = msgspec.field(default_factory=new_message_id)
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
+    model: str | None = None
+    agent: str | None = None
+    usage: Usage | None = None
+    cost_usd: Decimal | None = None
+    tokens: int | None = None
+    token_counter: str | None = None
+    created_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.role == "system":
+            raise SystemMessageRejected(
+                "system prompts are not stored: keep them in the host and pass them to the "
+                "model yourself",
+                field="role",
+            )
+        if self.role not in ROLES:
+            raise InvalidInput(
+                f"unknown role {self.role!r}; expected one of {', '.join(ROLES)}", field="role"
+            )
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise InvalidInput("message id must be a non-empty string", field="id")
+        check_content(self.content)
+        for i, call in enumerate(self.tool_calls):
+            check_json_arguments(call.arguments, f"tool_calls[{i}].arguments")
+        if self.tool_calls and self.role != "assistant":
+            raise InvalidInput("only assistant messages carry tool_calls", field="tool_calls")
+        if self.role == "tool" and not self.tool_call_id and isinstance(self.content, str):
+            raise InvalidInput("a tool message needs the tool_call_id it answers",
+                               field="tool_call_id")
+        if self.cost_usd is not None and self.cost_usd < 0:
+            raise InvalidInput("cost cannot be negative", field="cost_usd")
+        if self.tokens is not None and self.tokens < 0:
+            raise InvalidInput("token count cannot be negative", field="tokens")

@@ -1,0 +1,90 @@
+"""The timeline: every event of a conversation, one line each, for debugging.
+
+`until` cuts the log at a version or at a point in time, so a developer can see the
+conversation exactly as it stood when something went wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import msgspec
+
+from convlog.domain.events import (
+    ConversationCleared,
+    Event,
+    HistoryInjected,
+    MessageAppended,
+    NativeSessionBound,
+    Recorded,
+    ResumeAttempted,
+    ResumeFailed,
+    ResumeSucceeded,
+    SessionArchived,
+    SessionStarted,
+)
+from convlog.projections.transcript import render_content, shorten
+
+
+class TimelineRow(msgspec.Struct, frozen=True, kw_only=True):
+    version: int
+    at: datetime
+    type: str
+    details: str
+    event: Event
+    """The full event, for `--json` consumers and for debugging in Python."""
+
+
+def _pairs(**fields: object) -> str:
+    return " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, "", [], {}))
+
+
+def describe(event: Event) -> str:
+    """One line saying what happened, with the details a debugger looks for first."""
+    if isinstance(event, SessionStarted):
+        return _pairs(key=event.key, user=event.user, agent=event.agent,
+                      channel=event.channel, title=event.title, workspace=event.workspace)
+    if isinstance(event, MessageAppended):
+        usage = event.usage
+        tokens = f"{usage.input_tokens}in/{usage.output_tokens}out" if usage else None
+        return _pairs(id=event.message_id, role=event.role, model=event.model,
+                      usage=tokens, cost_usd=event.cost_usd, tokens=event.tokens) + (
+            f" | {shorten(render_content(event.content))}")
+    if isinstance(event, NativeSessionBound):
+        return _pairs(native_session_id=event.native_session_id, agent=event.agent)
+    if isinstance(event, ResumeAttempted):
+        return _pairs(strategy=event.strategy, native_session_id=event.native_session_id)
+    if isinstance(event, ResumeSucceeded):
+        return _pairs(strategy=event.strategy, native_session_id=event.native_session_id,
+                      latency_ms=_ms(event.latency_ms))
+    if isinstance(event, ResumeFailed):
+        return _pairs(strategy=event.strategy, reason=event.reason,
+                      native_session_id=event.native_session_id,
+                      latency_ms=_ms(event.latency_ms)) + (
+            f" | {shorten(event.error)}" if event.error else "")
+    if isinstance(event, HistoryInjected):
+        return _pairs(range=f"{event.from_version}..{event.to_version}",
+                      messages=event.message_count, tokens=event.tokens, format=event.format,
+                      native_session_id=event.native_session_id)
+    if isinstance(event, SessionArchived | ConversationCleared):
+        return _pairs(reason=event.reason)
+    return ""
+
+
+def _ms(value: float | None) -> str | None:
+    return None if value is None else f"{value:.1f}"
+
+
+def timeline(
+    recorded: Iterable[Recorded], *, until: int | datetime | None = None
+) -> list[TimelineRow]:
+    rows = []
+    for r in recorded:
+        if isinstance(until, int) and r.version > until:
+            break
+        if isinstance(until, datetime) and r.event.at > until:
+            break
+        rows.append(TimelineRow(version=r.version, at=r.event.at, type=r.event.event_name(),
+                                details=describe(r.event), event=r.event))
+    return rows
