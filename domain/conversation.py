@@ -155,7 +155,7 @@ class Clear(msgspec.Struct, frozen=True, kw_only=True):
 
 class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
     """A fact the host observed (a resume attempt and its outcome, an injection):
-    recorded as given once its fields are checked."""
+    recorded as given once its fields are checked, stamped with the recording time."""
 
     event: ResumeAttempted | ResumeSucceeded | ResumeFailed | HistoryInjected
 
@@ -203,7 +203,7 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     elif isinstance(command, Clear):
         events.append(ConversationCleared(at=now, reason=command.reason))
     elif isinstance(command, RecordFact):
-        events.append(_checked_fact(command.event, state))
+        events.append(_checked_fact(msgspec.structs.replace(command.event, at=now), state))
     return events
 
 

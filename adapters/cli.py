@@ -1,0 +1,216 @@
+"""The `convlog` command line.
+
+Exit status: 0 on success, 2 on a usage error (argparse), 1 on any other error, with
+one line on stderr and no traceback. Every command takes ``--db URL`` and ``--json``
+(one JSON document on stdout, for scripts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+import msgspec
+
+import convlog
+from convlog.domain.errors import ConvlogError
+from convlog.jsonlines import LINE_TYPES, parse_lines
+from convlog.log import ConversationLog
+from convlog.render import print_json, print_table, wrap_text
+from convlog.storage import DEFAULT_URL, ENV_VAR
+
+
+class UsageError(Exception):
+    """A command line that makes no sense: exit status 2."""
+
+
+def _common(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    default: Any = None if top else argparse.SUPPRESS
+    parser.add_argument("--db", metavar="URL", default=default,
+                        help=f"storage URL (default: ${ENV_VAR}, else {DEFAULT_URL})")
+    parser.add_argument("--json", action="store_true",
+                        default=False if top else argparse.SUPPRESS,
+                        help="print one JSON document instead of a table")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="convlog", description="An event-sourced conversation log for AI agent hosts.")
+    parser.add_argument("--version", action="version", version=f"convlog {convlog.__version__}")
+    _common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        _common(p, top=False)
+        return p
+
+    p = command("record", "record JSON Lines events (stdin or FILE) as ONE atomic batch")
+    p.add_argument("key", help="conversation key, e.g. discord:thread:42")
+    p.add_argument("file", nargs="?", default="-", help="JSON Lines file (default: stdin)")
+    p.epilog = f"line types: {', '.join(LINE_TYPES)}"
+
+    p = command("sessions", "list conversations, most recently active first")
+    p.add_argument("--all", action="store_true", help="include archived conversations")
+    p.add_argument("--user", help="only this user's conversations")
+    p.add_argument("--agent", help="only this agent's conversations")
+
+    p = command("show", "the messages of a conversation as the user saw them")
+    p.add_argument("key")
+
+    p = command("replay", "every event of a conversation: the debugging view")
+    p.add_argument("key")
+    p.add_argument("--until", metavar="VERSION|ISO-TIME",
+                   help="stop at this position, or at this time (UTC unless it has an offset)")
+
+    for name, help in (("archive", "archive a conversation (nothing is deleted)"),
+                       ("reactivate", "make an archived conversation resumable again"),
+                       ("clear", "start a new epoch: later context starts empty")):
+        p = command(name, help)
+        p.add_argument("key")
+        if name != "reactivate":
+            p.add_argument("--reason")
+    return parser
+
+
+def parse_until(text: str | None) -> int | datetime | None:
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--until: {text!r} is neither a version number nor an ISO time"
+                         ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# ------------------------------------------------------------------- commands
+
+
+def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
+    if args.file == "-":
+        data, source = sys.stdin.buffer.read(), "stdin"
+    else:
+        try:
+            with open(args.file, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise ConvlogError(f"cannot read {args.file}: {exc.strerror}") from None
+        source = args.file
+    commands, origins = parse_lines(data, source)
+    if not commands:
+        raise ConvlogError(f"{source}: no events to record")
+    result = log.execute(args.key, commands, origins)
+    if args.json:
+        print_json({"key": args.key, **msgspec.structs.asdict(result)})
+    else:
+        skipped = f", {len(result.skipped)} known message(s) skipped" if result.skipped else ""
+        print(f"recorded {result.events} event(s) in {args.key!r} "
+              f"(now at version {result.version}){skipped}")
+
+
+def cmd_sessions(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.sessions(include_archived=args.all, user=args.user, agent=args.agent)
+    if args.json:
+        print_json(rows)
+        return
+    print_table(
+        ["KEY", "USER", "AGENT", "CHANNEL", "STATUS", "MESSAGES", "LAST ACTIVE", "TITLE"],
+        [[r.key, r.user, r.agent, r.channel, r.status, r.message_count,
+          _when(r.last_active_at), r.title] for r in rows],
+        empty="no conversations" + ("" if args.all else " (--all includes archived ones)"))
+
+
+def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:
+    lines = log.transcript(args.key)
+    if args.json:
+        print_json(lines)
+        return
+    info = log.info(args.key)
+    print(f"{info.key}  ({info.message_count} messages, {info.status}"
+          + (f", user {info.user}" if info.user else "")
+          + (f", agent {info.agent}" if info.agent else "") + ")")
+    for line in lines:
+        who = {"user": "user", "assistant": "agent", "tool": "tool", "marker": "----"}[line.role]
+        extra = f"  [{line.model}]" if line.model else ""
+        print(wrap_text(f"#{line.version:<4} {_when(line.at)}  {who:>5}: ", line.text + extra))
+
+
+def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.timeline(args.key, until=parse_until(args.until))
+    if args.json:
+        print_json([{"version": r.version, "at": r.at, "type": r.type,
+                     "details": r.details, "event": r.event} for r in rows])
+        return
+    print_table(["POS", "TIME (UTC)", "TYPE", "DETAILS"],
+                [[r.version, r.at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3], r.type, r.details]
+                 for r in rows], empty="no events")
+
+
+def _state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], None]:
+    def run(log: ConversationLog, args: argparse.Namespace) -> None:
+        log.get(args.key)  # unknown keys are an error, not a new conversation
+        method = getattr(log, name)
+        result = method(args.key, args.reason) if hasattr(args, "reason") else method(args.key)
+        if args.json:
+            print_json({"key": args.key, "changed": result.events > 0,
+                        "version": result.version, "status": log.info(args.key).status})
+        else:
+            print(f"{args.key}: {name}d" if result.events else f"{args.key}: nothing to do")
+    return run
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if moment else "-"
+
+
+COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
+    "record": cmd_record,
+    "sessions": cmd_sessions,
+    "show": cmd_show,
+    "replay": cmd_replay,
+    "archive": _state_change("archive"),
+    "reactivate": _state_change("reactivate"),
+    "clear": _state_change("clear"),
+}
+CREATES_DATABASE = {"record"}
+
+
+def _fail(message: str, status: int) -> NoReturn:
+    print(f"convlog: error: {message}", file=sys.stderr)
+    raise SystemExit(status)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        # Reading commands never create a database as a side effect.
+        with convlog.open(args.db, create=args.command in CREATES_DATABASE) as log:
+            COMMANDS[args.command](log, args)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        _fail(str(exc), 2)
+    except ConvlogError as exc:
+        _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 1)
+    except BrokenPipeError:
+        sys.stderr.close()  # `convlog replay KEY | head` is fine
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug of ours: still one line, the traceback on request
+        if os.environ.get("CONVLOG_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (set CONVLOG_DEBUG=1 for "
+              "a traceback, and please report it)", 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
