@@ -19,8 +19,11 @@ install: $(STAMP)  ## create .venv with convlog (editable) and the dev tools
 demo: $(STAMP)  ## the main job: a scripted conversation on embedded SQLite
 	$(BIN)/python -m convlog.demo
 
+# pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: $(STAMP)  ## the whole suite
-	$(PYTEST) tests
+	@$(PYTEST) tests; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; \
+	exit $$status
 
 test-unit: $(STAMP)
 	$(PYTEST) tests/unit
@@ -31,9 +34,17 @@ test-integration: $(STAMP)
 test-e2e: $(STAMP)
 	$(PYTEST) tests/e2e
 
+# mypy cannot follow setuptools' editable import hook, and the import name `convlog`
+# maps to three folders; so it checks a tree of symlinks laid out as the installed
+# package is (convlog/ = adapters/*, convlog/domain, convlog/projections).
+TYPECHECK := $(VENV)/typecheck
 lint: $(STAMP)  ## ruff + mypy (strict)
 	$(BIN)/ruff check domain projections adapters tests bench
-	$(BIN)/python -m mypy
+	@rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/convlog
+	@for f in adapters/*; do ln -s "$(CURDIR)/$$f" $(TYPECHECK)/convlog/; done
+	@ln -s "$(CURDIR)/domain" $(TYPECHECK)/convlog/domain
+	@ln -s "$(CURDIR)/projections" $(TYPECHECK)/convlog/projections
+	MYPYPATH=$(TYPECHECK):$(CURDIR) $(BIN)/python -m mypy -p convlog -p tests -p bench
 
 bench: $(STAMP)  ## benchmarks: ratios against raw sqlite3, printed and saved in bench/results
 	$(BIN)/python -m bench.core

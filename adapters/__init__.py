@@ -39,7 +39,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 
-def open(url: str | None = None, *, create: bool = True) -> ConversationLog:  # noqa: A001
+def open(url: str | None = None, *, create: bool = True) -> ConversationLog:
     """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``;
     default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``. With ``create=False`` a
     missing SQLite file is an error instead of a new database."""

@@ -11,6 +11,7 @@ and a snapshot every `SNAPSHOT_INTERVAL` events bounds a cold start's replay.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -79,8 +80,9 @@ class ConversationStore(Application[UUID]):
 
         The returned object is the cached one: callers must treat it as read-only."""
         try:
-            state = self.repository.get(conversation, projector_func=project,
-                                        deepcopy_from_cache=False)
+            state: Any = self.repository.get(
+                conversation, projector_func=project,  # type: ignore[type-var]
+                deepcopy_from_cache=False)
         except AggregateNotFoundError:
             return Conversation(key=key)
         assert isinstance(state, Conversation)
@@ -147,10 +149,9 @@ class ConversationStore(Application[UUID]):
     def _snapshot(self, conversation: UUID, state: Conversation) -> None:
         if self.snapshots is None:
             return
-        try:
+        # Another process may have taken the same snapshot: it is identical.
+        with contextlib.suppress(IntegrityError):
             self.snapshots.put([Envelope(conversation, state.version, state)])
-        except IntegrityError:
-            pass  # another process took the same snapshot: it is identical
 
 
 def _explain(exc: Exception) -> str:

@@ -58,29 +58,29 @@ class Line(msgspec.Struct, frozen=True, kw_only=True, tag_field="type",
 # ----------------------------------------------------------------- content parts
 
 
-class TextIn(Line, tag="text"):
+class TextIn(Line, tag="text", frozen=True):
     text: str
 
 
-class ImageIn(Line, tag="image"):
+class ImageIn(Line, tag="image", frozen=True):
     ref: str
     media_type: str | None = None
 
 
-class ToolUseIn(Line, tag="tool_use"):
+class ToolUseIn(Line, tag="tool_use", frozen=True):
     id: str
     name: str
     arguments: str | dict[str, Any] | None = None
     input: dict[str, Any] | None = None  # the Anthropic spelling of `arguments`
 
 
-class ToolResultIn(Line, tag="tool_result"):
+class ToolResultIn(Line, tag="tool_result", frozen=True):
     tool_use_id: str
     content: str
     is_error: bool = False
 
 
-class ThinkingIn(Line, tag="thinking"):
+class ThinkingIn(Line, tag="thinking", frozen=True):
     text: str
 
 
@@ -113,7 +113,7 @@ class UsageIn(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 # ------------------------------------------------------------------------ lines
 
 
-class SessionStartedLine(Line, tag="session_started"):
+class SessionStartedLine(Line, tag="session_started", frozen=True):
     user: str | None = None
     agent: str | None = None
     channel: str | None = None
@@ -122,7 +122,7 @@ class SessionStartedLine(Line, tag="session_started"):
     metadata: dict[str, Any] = {}
 
 
-class MessageLine(Line, tag="message"):
+class MessageLine(Line, tag="message", frozen=True):
     role: str
     content: str | list[PartIn]
     id: str | None = None
@@ -136,23 +136,23 @@ class MessageLine(Line, tag="message"):
     created_at: datetime | None = None
 
 
-class NativeSessionBoundLine(Line, tag="native_session_bound"):
+class NativeSessionBoundLine(Line, tag="native_session_bound", frozen=True):
     native_session_id: str
     agent: str | None = None
 
 
-class ResumeAttemptedLine(Line, tag="resume_attempted"):
+class ResumeAttemptedLine(Line, tag="resume_attempted", frozen=True):
     strategy: str
     native_session_id: str | None = None
 
 
-class ResumeSucceededLine(Line, tag="resume_succeeded"):
+class ResumeSucceededLine(Line, tag="resume_succeeded", frozen=True):
     strategy: str
     native_session_id: str | None = None
     latency_ms: float | None = None
 
 
-class ResumeFailedLine(Line, tag="resume_failed"):
+class ResumeFailedLine(Line, tag="resume_failed", frozen=True):
     strategy: str
     reason: ReasonClass = "error"
     error: str | None = None
@@ -160,7 +160,7 @@ class ResumeFailedLine(Line, tag="resume_failed"):
     latency_ms: float | None = None
 
 
-class HistoryInjectedLine(Line, tag="history_injected"):
+class HistoryInjectedLine(Line, tag="history_injected", frozen=True):
     from_version: int
     to_version: int
     message_count: int
@@ -170,15 +170,15 @@ class HistoryInjectedLine(Line, tag="history_injected"):
     native_session_id: str | None = None
 
 
-class SessionArchivedLine(Line, tag="session_archived"):
+class SessionArchivedLine(Line, tag="session_archived", frozen=True):
     reason: str | None = None
 
 
-class SessionReactivatedLine(Line, tag="session_reactivated"):
+class SessionReactivatedLine(Line, tag="session_reactivated", frozen=True):
     pass
 
 
-class ConversationClearedLine(Line, tag="conversation_cleared"):
+class ConversationClearedLine(Line, tag="conversation_cleared", frozen=True):
     reason: str | None = None
 
 
@@ -188,9 +188,9 @@ AnyLine = (
     | SessionReactivatedLine | ConversationClearedLine
 )
 LINE_TYPES: tuple[str, ...] = tuple(
-    t.__struct_config__.tag for t in AnyLine.__args__  # type: ignore[attr-defined]
+    str(t.__struct_config__.tag) for t in AnyLine.__args__
 )
-_decoder = msgspec.json.Decoder(AnyLine)
+_decoder: msgspec.json.Decoder[AnyLine] = msgspec.json.Decoder(AnyLine)
 
 
 # ---------------------------------------------------------------------- parsing

@@ -69,8 +69,9 @@ class MsgspecMapper(Mapper[UUID]):
         super().__init__(transcoder=_NullTranscoder())
         self._encoder = msgspec.json.Encoder(decimal_format="number")
         self._by_name: dict[str, type[Event]] = {c.event_name(): c for c in EVENT_TYPES}
+        decodable: list[type[Any]] = [*EVENT_TYPES, Conversation]
         self._decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {
-            c: msgspec.json.Decoder(c) for c in (*EVENT_TYPES, Conversation)
+            c: msgspec.json.Decoder(c) for c in decodable
         }
         self._untyped = msgspec.json.Decoder()
 

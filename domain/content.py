@@ -16,35 +16,37 @@ import msgspec
 from convlog.domain.errors import InvalidInput
 
 
-class Part(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class Part(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True
+):
     """One piece of a message that is more than plain text."""
 
 
-class TextPart(Part, tag="text"):
+class TextPart(Part, tag="text", frozen=True):
     text: str
 
 
-class ImagePart(Part, tag="image"):
+class ImagePart(Part, tag="image", frozen=True):
     """A reference to an image (a URL or a host-side file id), never the bytes."""
 
     ref: str
     media_type: str | None = None
 
 
-class ToolUsePart(Part, tag="tool_use"):
+class ToolUsePart(Part, tag="tool_use", frozen=True):
     id: str
     name: str
     arguments: str = "{}"
     """The call's arguments as JSON text, exactly as the model produced them."""
 
 
-class ToolResultPart(Part, tag="tool_result"):
+class ToolResultPart(Part, tag="tool_result", frozen=True):
     tool_use_id: str
     content: str
     is_error: bool = False
 
 
-class ThinkingPart(Part, tag="thinking"):
+class ThinkingPart(Part, tag="thinking", frozen=True):
     text: str
 
 
@@ -54,7 +56,7 @@ Role = Literal["user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("user", "assistant", "tool")
 
 
-class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A tool call in the chat-completions style (`tool_calls` on an assistant message)."""
 
     id: str
@@ -62,7 +64,7 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
     arguments: str = "{}"
 
 
-class Usage(msgspec.Struct, frozen=True, kw_only=True):
+class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Tokens a provider reported for producing one message."""
 
     input_tokens: int = 0

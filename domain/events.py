@@ -10,6 +10,9 @@ database already written. To evolve an event:
    version N into version N+1 in place, and
 3. keep the old golden file in tests/golden and add the new one.
 
+Fields equal to their default are not stored (``omit_defaults``), so NEVER change a
+default value: old events would silently read back with the new one.
+
 The mapper (convlog.mapper) runs the upcasters when it reads an older version.
 """
 
@@ -27,7 +30,9 @@ ReasonClass = Literal["unsupported", "not_found", "transient", "timeout", "error
 REASON_CLASSES: tuple[str, ...] = ("unsupported", "not_found", "transient", "timeout", "error")
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class Event(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True
+):
     """Base of every conversation event. `at` is when convlog recorded the fact (UTC)."""
 
     class_version: ClassVar[int] = 1
@@ -41,7 +46,7 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         return tag
 
 
-class SessionStarted(Event, tag="session_started"):
+class SessionStarted(Event, tag="session_started", frozen=True):
     """A conversation began under a key the host chose (``discord:thread:42``)."""
 
     key: str
@@ -53,7 +58,7 @@ class SessionStarted(Event, tag="session_started"):
     metadata: dict[str, Any] = {}
 
 
-class MessageAppended(Event, tag="message_appended"):
+class MessageAppended(Event, tag="message_appended", frozen=True):
     """One message as the user or the agent saw it. Never a system prompt."""
 
     message_id: str
@@ -73,14 +78,14 @@ class MessageAppended(Event, tag="message_appended"):
     """When the host says the message was written, if it differs from `at`."""
 
 
-class NativeSessionBound(Event, tag="native_session_bound"):
+class NativeSessionBound(Event, tag="native_session_bound", frozen=True):
     """The agent's own session id for this conversation (e.g. an ACP ``sessionId``)."""
 
     native_session_id: str
     agent: str | None = None
 
 
-class ResumeAttempted(Event, tag="resume_attempted"):
+class ResumeAttempted(Event, tag="resume_attempted", frozen=True):
     strategy: str
     native_session_id: str | None = None
 
@@ -92,7 +97,7 @@ def _latency_seconds_to_ms(state: dict[str, Any]) -> None:
     state["latency_ms"] = None if seconds is None else round(seconds * 1000.0, 3)
 
 
-class ResumeSucceeded(Event, tag="resume_succeeded"):
+class ResumeSucceeded(Event, tag="resume_succeeded", frozen=True):
     class_version: ClassVar[int] = 2
     upcast_v1_v2 = staticmethod(_latency_seconds_to_ms)
 
@@ -101,7 +106,7 @@ class ResumeSucceeded(Event, tag="resume_succeeded"):
     latency_ms: float | None = None
 
 
-class ResumeFailed(Event, tag="resume_failed"):
+class ResumeFailed(Event, tag="resume_failed", frozen=True):
     strategy: str
     reason: ReasonClass = "error"
     native_session_id: str | None = None
@@ -112,7 +117,7 @@ class ResumeFailed(Event, tag="resume_failed"):
     upcast_v1_v2 = staticmethod(_latency_seconds_to_ms)
 
 
-class HistoryInjected(Event, tag="history_injected"):
+class HistoryInjected(Event, tag="history_injected", frozen=True):
     """The exact text convlog handed to a fresh agent session, and what it covered."""
 
     from_version: int
@@ -124,15 +129,15 @@ class HistoryInjected(Event, tag="history_injected"):
     native_session_id: str | None = None
 
 
-class SessionArchived(Event, tag="session_archived"):
+class SessionArchived(Event, tag="session_archived", frozen=True):
     reason: str | None = None
 
 
-class SessionReactivated(Event, tag="session_reactivated"):
+class SessionReactivated(Event, tag="session_reactivated", frozen=True):
     pass
 
 
-class ConversationCleared(Event, tag="conversation_cleared"):
+class ConversationCleared(Event, tag="conversation_cleared", frozen=True):
     """A new epoch: later context starts empty; earlier history is kept for the record."""
 
     reason: str | None = None

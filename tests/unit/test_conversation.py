@@ -1,0 +1,165 @@
+"""The Conversation aggregate's rules, as pure functions: no storage involved."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+import convlog
+from convlog.domain.conversation import (
+    AppendMessages,
+    Archive,
+    BindNativeSession,
+    Clear,
+    Command,
+    Conversation,
+    RecordFact,
+    StartSession,
+    conversation_id,
+    decide,
+    decide_all,
+    fold,
+)
+from convlog.domain.errors import InvalidInput, SystemMessageRejected, UnknownConversation
+from convlog.domain.events import (
+    HistoryInjected,
+    MessageAppended,
+    NativeSessionBound,
+    ResumeFailed,
+    SessionArchived,
+    SessionReactivated,
+    SessionStarted,
+)
+
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+def started(key: str = "k") -> Conversation:
+    return fold(key, decide(Conversation(key=key), StartSession(user="u1"), NOW))
+
+
+def test_conversation_ids_are_deterministic_and_distinct() -> None:
+    assert conversation_id("cli:default") == conversation_id("cli:default")
+    assert conversation_id("cli:default") != conversation_id("cli:other")
+
+
+@pytest.mark.parametrize("key", ["", "   ", "a\nb", "x" * 513, None, 42])
+def test_bad_keys_are_rejected(key: object) -> None:
+    with pytest.raises(InvalidInput) as info:
+        conversation_id(key)  # type: ignore[arg-type]
+    assert info.value.field == "key"
+
+
+def test_start_is_idempotent() -> None:
+    state = started()
+    assert state.started and state.user == "u1" and state.version == 1
+    assert decide(state, StartSession(user="someone else"), NOW) == []
+
+
+def test_first_message_starts_an_unstarted_conversation() -> None:
+    events = decide(Conversation(key="k"), AppendMessages(messages=[convlog.user("hi")]), NOW)
+    assert [type(e) for e in events] == [SessionStarted, MessageAppended]
+
+
+def test_known_ids_are_skipped_and_a_fully_known_turn_records_nothing() -> None:
+    turn = [convlog.user("a", id="1"), convlog.assistant("b", id="2")]
+    events = decide(started(), AppendMessages(messages=turn, known_ids=frozenset({"1"})), NOW)
+    assert [e.message_id for e in events if isinstance(e, MessageAppended)] == ["2"]
+    assert decide(started(), AppendMessages(messages=turn, known_ids=frozenset({"1", "2"})),
+                  NOW) == []
+
+
+def test_duplicate_ids_inside_one_turn_are_an_error() -> None:
+    turn = [convlog.user("a", id="1"), convlog.assistant("b", id="1")]
+    with pytest.raises(InvalidInput) as info:
+        decide(started(), AppendMessages(messages=turn), NOW)
+    assert info.value.field == "messages[1].id"
+
+
+def test_appending_to_an_archived_conversation_reactivates_it() -> None:
+    state = fold("k", [*decide_all(Conversation(key="k"), [StartSession(), Archive()], NOW)])
+    assert state.status == "archived"
+    events = decide(state, AppendMessages(messages=[convlog.user("back")]), NOW)
+    assert isinstance(events[0], SessionReactivated)
+
+
+@pytest.mark.parametrize("command", [Archive(), Clear()])
+def test_lifecycle_commands_need_an_existing_conversation(command: object) -> None:
+    with pytest.raises(UnknownConversation):
+        decide(Conversation(key="k"), command, NOW)  # type: ignore[arg-type]
+
+
+def test_archive_twice_records_once() -> None:
+    events = decide_all(started(), [Archive(), Archive()], NOW)
+    assert [type(e) for e in events] == [SessionArchived]
+
+
+def test_clear_starts_a_new_epoch_after_the_history() -> None:
+    state = started()
+    events = decide_all(state, [AppendMessages(messages=[convlog.user("x")]), Clear()], NOW)
+    after = fold("k", [*decide(Conversation(key="k"), StartSession(), NOW), *events])
+    assert after.epoch == 1 and after.epoch_start_version == 3 and after.message_count == 1
+
+
+def test_binding_the_same_native_session_again_records_nothing() -> None:
+    state = fold("k", [*decide(Conversation(key="k"), StartSession(), NOW),
+                       NativeSessionBound(at=NOW, native_session_id="s1")])
+    assert decide(state, BindNativeSession(native_session_id="s1"), NOW) == []
+    assert len(decide(state, BindNativeSession(native_session_id="s2"), NOW)) == 1
+
+
+def test_facts_are_stamped_with_the_recording_time() -> None:
+    fact = ResumeFailed(at=datetime(1970, 1, 1, tzinfo=UTC), strategy="session/load")
+    (event,) = decide(started(), RecordFact(event=fact), NOW)
+    assert event.at == NOW and isinstance(event, ResumeFailed)
+
+
+def test_injection_range_must_lie_inside_the_log() -> None:
+    bad = HistoryInjected(at=NOW, from_version=1, to_version=99, message_count=1, tokens=1,
+                          format="xml", text="x")
+    with pytest.raises(InvalidInput, match="outside the log"):
+        decide(started(), RecordFact(event=bad), NOW)
+
+
+def test_a_bad_command_in_a_batch_is_located_by_its_origin() -> None:
+    commands: list[Command] = [AppendMessages(messages=[convlog.user("ok")]), Archive(),
+                               RecordFact(event=ResumeFailed(at=NOW, strategy=" "))]
+    with pytest.raises(InvalidInput) as info:
+        decide_all(started(), commands, NOW, origins=["in:1", "in:2", "in:5"])
+    assert info.value.where == "in:5" and info.value.field == "strategy"
+    assert str(info.value).startswith("in:5: field 'strategy'")
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: convlog.Message(role="system", content="be nice"), "role"),
+        (lambda: convlog.Message(role="robot", content="x"), "role"),
+        (lambda: convlog.Message(role="user", content=42), "content"),  # type: ignore[arg-type]
+        (lambda: convlog.Message(role="user", content={"x": "y"}),  # type: ignore[arg-type]
+         "content"),
+        (lambda: convlog.Message(role="user", content=["x"]),  # type: ignore[list-item]
+         "content[0]"),
+        (lambda: convlog.user([convlog.ToolUsePart(id="1", name="f", arguments="{bad")]),
+         "content[0].arguments"),
+        (lambda: convlog.assistant("x", tool_calls=[convlog.ToolCall(id="1", name="f",
+                                                                     arguments="nope")]),
+         "tool_calls[0].arguments"),
+        (lambda: convlog.user("x", tool_calls=[convlog.ToolCall(id="1", name="f")]),
+         "tool_calls"),
+        (lambda: convlog.tool("result", tool_call_id=""), "tool_call_id"),
+        (lambda: convlog.user("x", id=""), "id"),
+        (lambda: convlog.Usage(input_tokens=-1), "usage.input_tokens"),
+        (lambda: convlog.assistant("x", tokens=-3), "tokens"),
+    ],
+)
+def test_bad_messages_fail_where_they_are_built(build: object, field: str) -> None:
+    with pytest.raises(InvalidInput) as info:
+        build()  # type: ignore[operator]
+    assert info.value.field == field
+
+
+def test_system_prompts_have_their_own_error() -> None:
+    with pytest.raises(SystemMessageRejected, match="system prompts are not stored"):
+        convlog.Message(role="system", content="You are helpful.")
