@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import random
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
 import msgspec
@@ -61,9 +63,24 @@ def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conver
 
 
 class ConversationStore(Application[UUID]):
+    """Conversations on eventsourcing's infrastructure, with an optimistic write path.
+
+    Writes decide against the state this process last saw (cached) and insert at the
+    next version: when another process wrote in between, the insert conflicts on the
+    (stream, version) key, and only then is the state fast-forwarded, the known
+    message ids looked up, and the decision retried. The common case is therefore
+    ONE transaction per turn and no reads. Reads always fast-forward first (one
+    indexed query for newer events), so they see other processes' writes.
+    """
+
     name = "convlog"
     is_snapshotting_enabled = True
-    env: ClassVar[dict[str, str]] = {"AGGREGATE_CACHE_MAXSIZE": "1000"}
+    CACHE_SIZE = 1000
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        super().__init__(env)
+        self._cache: OrderedDict[UUID, Conversation] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     def construct_mapper(self) -> Mapper[UUID]:
         return MsgspecMapper()
@@ -73,19 +90,43 @@ class ConversationStore(Application[UUID]):
         recorder: Any = self.recorder
         return recorder  # type: ignore[no-any-return]
 
-    # ------------------------------------------------------------------ reading
+    # ------------------------------------------------------------------- state
 
-    def load(self, conversation: UUID, key: str) -> Conversation:
-        """Current state; a fresh, unstarted state when nothing is recorded yet.
+    def _cached(self, conversation: UUID) -> Conversation | None:
+        with self._cache_lock:
+            state = self._cache.get(conversation)
+            if state is not None:
+                self._cache.move_to_end(conversation)
+            return state
 
-        The returned object is the cached one: callers must treat it as read-only."""
-        try:
-            state: Any = self.repository.get(
-                conversation, projector_func=project,  # type: ignore[type-var]
-                deepcopy_from_cache=False)
-        except AggregateNotFoundError:
-            return Conversation(key=key)
+    def _remember(self, conversation: UUID, state: Conversation) -> None:
+        with self._cache_lock:
+            current = self._cache.get(conversation)
+            if current is None or current.version <= state.version:
+                self._cache[conversation] = state
+                self._cache.move_to_end(conversation)
+            while len(self._cache) > self.CACHE_SIZE:
+                self._cache.popitem(last=False)
+
+    def load(self, conversation: UUID, key: str, *, fresh: bool = True) -> Conversation:
+        """The state of a conversation (an unstarted one when nothing is recorded).
+
+        `fresh=False` may return what this process last saw, without any query.
+        Cached states are never mutated: treat the result as read-only."""
+        cached = self._cached(conversation)
+        if cached is not None and not fresh:
+            return cached
+        if cached is None:
+            try:
+                state: Any = self.repository.get(
+                    conversation, projector_func=project)  # type: ignore[type-var]
+            except AggregateNotFoundError:
+                return Conversation(key=key)
+        else:
+            newer = self.events.get(conversation, gt=cached.version)
+            state = project(msgspec.structs.replace(cached), newer) if newer else cached
         assert isinstance(state, Conversation)
+        self._remember(conversation, state)
         return state
 
     def recorded(
@@ -106,22 +147,31 @@ class ConversationStore(Application[UUID]):
         self,
         conversation: UUID,
         key: str,
-        commands: Callable[[Conversation], Sequence[Command]],
+        commands: Callable[[Conversation, bool], Sequence[Command]],
         origins: Sequence[str] | None = None,
     ) -> tuple[Conversation, list[Recorded]]:
-        """Decide `commands(state)` and save the events in ONE transaction, retrying on
-        a lost race. `commands` is called again on every attempt, so it can look up
-        which message ids are already known. Returns the new state and what was saved."""
+        """Decide `commands(state, fresh)` and save the events in ONE transaction.
+
+        `commands` is called again on every attempt; `fresh` tells it the state was
+        just read from the store (after a conflict), which is when it should look up
+        which message ids are already known. Returns the new state and what was saved.
+        """
+        fresh = False
         for attempt in range(MAX_ATTEMPTS):
-            state = self.load(conversation, key)
+            state = self.load(conversation, key, fresh=fresh)
             now = datetime.now(UTC)
-            events = decide_all(state, commands(state), now, origins)
+            events = decide_all(state, commands(state, fresh), now, origins)
             if not events:
-                return state, []
+                if fresh:
+                    return state, []
+                fresh = True  # "nothing to do" may come from a stale state: check
+                continue
             try:
                 return self._save(conversation, state, events)
             except IntegrityError:
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                if fresh:  # a real race with another writer: back off a little
+                    time.sleep(random.uniform(0, 0.002 * attempt))
+                fresh = True
         raise ConcurrencyError(
             f"conversation {key!r}: gave up after {MAX_ATTEMPTS} conflicting concurrent writes")
 
@@ -142,6 +192,7 @@ class ConversationStore(Application[UUID]):
             raise StorageError(_explain(exc)) from None
         except PersistenceError as exc:
             raise StorageError(f"could not write to the event store: {exc}") from None
+        self._remember(conversation, after)
         if after.version // SNAPSHOT_INTERVAL > state.version // SNAPSHOT_INTERVAL:
             self._snapshot(conversation, after)
         return after, [Recorded(env.originator_version, env.event) for env in envelopes]

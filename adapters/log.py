@@ -160,8 +160,10 @@ class ConversationLog:
         ids = [m.id for c in commands if isinstance(c, AppendMessages) for m in c.messages
                if isinstance(m, Message)]
 
-        def with_known_ids(state: Conversation) -> list[Command]:
-            if not ids or not state.started:
+        def with_known_ids(state: Conversation, fresh: bool) -> list[Command]:
+            # Optimistic: the first attempt skips the lookup; a known id makes the
+            # insert conflict on the index, and the retry (fresh) looks ids up.
+            if not ids or not state.started or not fresh:
                 return list(commands)
             known = frozenset(self._store.index.known_message_ids(cid, ids))
             return [msgspec.structs.replace(c, known_ids=known)
