@@ -123,7 +123,7 @@ class ConversationStore(Application[UUID]):
             except AggregateNotFoundError:
                 return Conversation(key=key)
         else:
-            newer = self.events.get(conversation, gt=cached.version)
+            newer: list[Any] = list(self.events.get(conversation, gt=cached.version))
             state = project(msgspec.structs.replace(cached), newer) if newer else cached
         assert isinstance(state, Conversation)
         self._remember(conversation, state)
