@@ -1,0 +1,37 @@
+"""`make wheel-check`: run from an installed wheel (not the source tree) in a fresh venv.
+
+Not collected by pytest (no test_ prefix): it is executed by the Makefile with the
+wheel venv's interpreter, from outside the repository, so only installed code is used.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import convlog
+import convlog.domain.events
+import convlog.projections.timeline
+
+here = Path(convlog.__file__).resolve().parent
+assert "site-packages" in str(here), f"convlog imported from the source tree: {here}"
+for package in (convlog, convlog.domain.events, convlog.projections.timeline):
+    assert Path(package.__file__ or "").exists()
+for marker in ("py.typed", "domain/py.typed", "projections/py.typed"):
+    assert (here / marker).exists(), f"{marker} missing from the wheel"
+
+with tempfile.TemporaryDirectory() as tmp:
+    url = f"sqlite:///{tmp}/smoke.db"
+    with convlog.open(url) as log:
+        log.conversation("smoke", user="u1").append(convlog.user("hello from the wheel"))
+    exe = Path(sys.executable).parent / "convlog"
+    out = subprocess.run([str(exe), "show", "smoke", "--db", url, "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    assert json.loads(out)[0]["text"] == "hello from the wheel", out
+    version = subprocess.run([str(exe), "--version"], check=True, capture_output=True,
+                             text=True).stdout
+    assert version.strip() == f"convlog {convlog.__version__}", version
+print(f"wheel smoke test passed: convlog {convlog.__version__} from {here}")
