@@ -78,6 +78,28 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
                 raise InvalidInput("token counts cannot be negative", field=f"usage.{name}")
 
 
+def check_unicode(value: object, field: str) -> None:
+    """Every string must be valid Unicode (no lone surrogates, as `surrogateescape`
+    leaves behind from undecodable bytes), or it could not be stored as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(
+                f"text is not valid UTF-8 (lone surrogate at character {exc.start})",
+                field=field) from None
+    elif isinstance(value, msgspec.Struct):
+        for name in value.__struct_fields__:
+            check_unicode(getattr(value, name), f"{field}.{name}" if field else name)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            check_unicode(item, f"{field}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_unicode(key, field)
+            check_unicode(item, f"{field}.{key}")
+
+
 def check_json_arguments(arguments: str, field: str) -> None:
     """Tool arguments must be JSON text: replaying or re-sending them must not fail later."""
     try:

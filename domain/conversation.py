@@ -18,6 +18,7 @@ from typing import Literal
 
 import msgspec
 
+from convlog.domain.content import check_unicode
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import (
     ConversationCleared,
@@ -175,6 +176,8 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     was never started starts it (hosts that skip the start must not lose data);
     archiving, reactivating or clearing an unknown conversation is an error.
     """
+    if not isinstance(command, AppendMessages):  # messages check themselves when built
+        check_unicode(command, "")
     events: list[Event] = []
     if isinstance(command, StartSession):
         return [] if state.started else [_start(state.key, command, now)]
@@ -223,7 +226,9 @@ def decide_all(
         try:
             events = decide(scratch, command, now)
         except InvalidInput as exc:
-            raise exc.located(origins[i] if origins else f"command {i + 1}") from None
+            if origins:
+                raise exc.located(origins[i]) from None
+            raise exc.located(f"command {i + 1}") if len(commands) > 1 else exc from None
         for event in events:
             evolve(scratch, event)
         out.extend(events)

@@ -20,6 +20,7 @@ from convlog.domain.content import (
     Usage,
     check_content,
     check_json_arguments,
+    check_unicode,
 )
 from convlog.domain.errors import InvalidInput, SystemMessageRejected
 
@@ -57,6 +58,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
         if not isinstance(self.id, str) or not self.id.strip():
             raise InvalidInput("message id must be a non-empty string", field="id")
         check_content(self.content)
+        check_unicode(self, "")
         for i, call in enumerate(self.tool_calls):
             check_json_arguments(call.arguments, f"tool_calls[{i}].arguments")
         if self.tool_calls and self.role != "assistant":

@@ -152,6 +152,10 @@ def test_a_bad_command_in_a_batch_is_located_by_its_origin() -> None:
         (lambda: convlog.user("x", id=""), "id"),
         (lambda: convlog.Usage(input_tokens=-1), "usage.input_tokens"),
         (lambda: convlog.assistant("x", tokens=-3), "tokens"),
+        (lambda: convlog.user("bad \udcff bytes"), "content"),
+        (lambda: convlog.assistant([convlog.TextPart(text="ok"),
+                                    convlog.TextPart(text="\ud800")]), "content[1].text"),
+        (lambda: convlog.assistant("x", model="gpt\udcff"), "model"),
     ],
 )
 def test_bad_messages_fail_where_they_are_built(build: object, field: str) -> None:
@@ -163,3 +167,10 @@ def test_bad_messages_fail_where_they_are_built(build: object, field: str) -> No
 def test_system_prompts_have_their_own_error() -> None:
     with pytest.raises(SystemMessageRejected, match="system prompts are not stored"):
         convlog.Message(role="system", content="You are helpful.")
+
+
+def test_lone_surrogates_in_session_fields_are_rejected() -> None:
+    with pytest.raises(InvalidInput) as info:
+        decide(Conversation(key="k"), StartSession(metadata={"note": "\udcff"}), NOW)
+    assert info.value.field == "metadata.note"
+    assert "not valid UTF-8" in info.value.reason
