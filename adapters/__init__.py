@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from convlog.aio import AsyncConversationHandle, AsyncConversationLog
 from convlog.builders import assistant, tool, user
+from convlog.context import Context
 from convlog.domain.content import (
     ImagePart,
     TextPart,
@@ -32,6 +33,8 @@ from convlog.domain.errors import (
 from convlog.domain.messages import Message
 from convlog.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
 from convlog.log import AppendResult, ConversationHandle, ConversationLog, SessionInfo
+from convlog.projections.context import Budget
+from convlog.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 
 try:
     __version__ = version("convlog")
@@ -55,7 +58,10 @@ __all__ = [
     "AppendResult",
     "AsyncConversationHandle",
     "AsyncConversationLog",
+    "Attempt",
+    "Budget",
     "ConcurrencyError",
+    "Context",
     "ConversationHandle",
     "ConversationLog",
     "ConvlogError",
@@ -63,11 +69,15 @@ __all__ = [
     "ImagePart",
     "InvalidInput",
     "Message",
+    "ResumeOutcome",
     "SessionInfo",
     "StorageError",
     "SystemMessageRejected",
     "TextPart",
     "ThinkingPart",
+    "Tier",
+    "TierCall",
+    "TierFailed",
     "ToolCall",
     "ToolResultPart",
     "ToolUsePart",

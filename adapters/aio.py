@@ -12,12 +12,15 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from convlog.domain.conversation import Conversation
+from convlog.context import AsyncSummarizer, Context, ContextBuilder, Summarizer
+from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
 from convlog.log import AppendResult, ConversationLog, SessionInfo
+from convlog.projections.context import Budget
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
+from convlog.resume import ResumeOutcome, ResumeRun, Tier, resume_async
 
 
 class AsyncConversationLog:
@@ -93,6 +96,28 @@ class AsyncConversationLog:
     async def sessions(self, **kwargs: Any) -> list[SessionInfo]:
         return await asyncio.to_thread(self.sync.sessions, **kwargs)
 
+    async def context(
+        self, key: str, *, budget: Budget | None = None, format: str = "xml",
+        exclude: Iterable[str] = (), summarizer: Summarizer | AsyncSummarizer | None = None,
+        summarizer_name: str | None = None, model: str | None = None,
+    ) -> Context:
+        """`ConversationLog.context`; `summarizer` may be a coroutine function."""
+        return await ContextBuilder(self.sync.store, model).build_async(
+            key, budget or Budget(), format, frozenset(exclude), summarizer, summarizer_name)
+
+    async def resume(
+        self, key: str, tiers: Sequence[Tier], *, budget: Budget | None = None,
+        format: str = "xml", exclude: Iterable[str] = (),
+        summarizer: Summarizer | AsyncSummarizer | None = None,
+        summarizer_name: str | None = None, model: str | None = None,
+    ) -> ResumeOutcome:
+        """`ConversationLog.resume`; tiers may be coroutine functions (awaited with
+        their timeout) or plain callables (run in a worker thread)."""
+        builder = ContextBuilder(self.sync.store, model)
+        run = await asyncio.to_thread(ResumeRun, builder, check_key(key), budget or Budget(),
+                                      format, frozenset(exclude))
+        return await resume_async(run, tiers, summarizer, summarizer_name)
+
 
 class AsyncConversationHandle:
     def __init__(self, log: AsyncConversationLog, key: str):
@@ -132,3 +157,9 @@ class AsyncConversationHandle:
 
     async def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
         return await self.log.timeline(self.key, until=until)
+
+    async def context(self, **kwargs: Any) -> Context:
+        return await self.log.context(self.key, **kwargs)
+
+    async def resume(self, tiers: Sequence[Tier], **kwargs: Any) -> ResumeOutcome:
+        return await self.log.resume(self.key, tiers, **kwargs)

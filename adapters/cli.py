@@ -77,11 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+MAX_VERSION = 2**63 - 1  # SQLite's largest integer
+
+
 def parse_until(text: str | None) -> int | datetime | None:
     if text is None:
         return None
-    if text.isdigit():
-        return int(text)
+    if text.isascii() and text.isdigit():
+        return min(int(text), MAX_VERSION)  # past the last position means "everything"
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -143,7 +146,7 @@ def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
-    rows = log.timeline(args.key, until=parse_until(args.until))
+    rows = log.timeline(args.key, until=args.until)
     if args.json:
         print_json([{"version": r.version, "at": r.at, "type": r.type,
                      "details": r.details, "event": r.event} for r in rows])
@@ -162,7 +165,8 @@ def _state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], 
             print_json({"key": args.key, "changed": result.events > 0,
                         "version": result.version, "status": log.info(args.key).status})
         else:
-            print(f"{args.key}: {name}d" if result.events else f"{args.key}: nothing to do")
+            done = {"archive": "archived", "reactivate": "reactivated", "clear": "cleared"}[name]
+            print(f"{args.key}: {done}" if result.events else f"{args.key}: nothing to do")
     return run
 
 
@@ -191,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "replay":  # usage errors come before opening anything
+            args.until = parse_until(args.until)
         # Reading commands never create a database as a side effect.
         with convlog.open(args.db, create=args.command in CREATES_DATABASE) as log:
             COMMANDS[args.command](log, args)

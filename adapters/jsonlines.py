@@ -44,6 +44,7 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
+    SummaryRecorded,
 )
 from convlog.domain.messages import Message
 
@@ -170,6 +171,15 @@ class HistoryInjectedLine(Line, tag="history_injected", frozen=True):
     native_session_id: str | None = None
 
 
+class SummaryRecordedLine(Line, tag="summary_recorded", frozen=True):
+    from_version: int
+    to_version: int
+    message_count: int
+    text: str
+    tokens: int
+    summarizer: str | None = None
+
+
 class SessionArchivedLine(Line, tag="session_archived", frozen=True):
     reason: str | None = None
 
@@ -184,7 +194,8 @@ class ConversationClearedLine(Line, tag="conversation_cleared", frozen=True):
 
 AnyLine = (
     SessionStartedLine | MessageLine | NativeSessionBoundLine | ResumeAttemptedLine
-    | ResumeSucceededLine | ResumeFailedLine | HistoryInjectedLine | SessionArchivedLine
+    | ResumeSucceededLine | ResumeFailedLine | HistoryInjectedLine | SummaryRecordedLine
+    | SessionArchivedLine
     | SessionReactivatedLine | ConversationClearedLine
 )
 LINE_TYPES: tuple[str, ...] = tuple(
@@ -265,6 +276,11 @@ def to_command(line: AnyLine) -> Command:
             at=_EPOCH, from_version=line.from_version, to_version=line.to_version,
             message_count=line.message_count, tokens=line.tokens, format=line.format,
             text=line.text, native_session_id=line.native_session_id))
+    if isinstance(line, SummaryRecordedLine):
+        return RecordFact(event=SummaryRecorded(
+            at=_EPOCH, from_version=line.from_version, to_version=line.to_version,
+            message_count=line.message_count, text=line.text, tokens=line.tokens,
+            summarizer=line.summarizer))
     if isinstance(line, SessionArchivedLine):
         return Archive(reason=line.reason)
     if isinstance(line, SessionReactivatedLine):

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from convlog.application import ConversationStore
+from convlog.context import Context, ContextBuilder, Summarizer
 from convlog.domain.conversation import (
     AppendMessages,
     Archive,
@@ -31,9 +32,12 @@ from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded, SessionStarted
 from convlog.domain.messages import Message
 from convlog.errors import StorageError
+from convlog.projections.context import Budget
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
+from convlog.resume import ResumeOutcome, ResumeRun, Tier, resume
 from convlog.storage import StorageConfig, parse_url
+from convlog.tokens import warm_up_in_background, with_token_count
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -87,6 +91,8 @@ class ConversationLog:
         except Exception as exc:  # sqlite3 errors arrive wrapped in several types
             raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None
         self._lock = threading.RLock()
+        if create:  # a writer will count tokens: load the vocabulary off the hot path
+            warm_up_in_background()
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -157,6 +163,8 @@ class ConversationLog:
     ) -> AppendResult:
         """Decide and record a batch of commands atomically (all or nothing)."""
         cid = conversation_id(key)
+        commands = [msgspec.structs.replace(c, messages=[with_token_count(m) for m in c.messages])
+                    if isinstance(c, AppendMessages) else c for c in commands]
         ids = [m.id for c in commands if isinstance(c, AppendMessages) for m in c.messages
                if isinstance(m, Message)]
 
@@ -231,6 +239,44 @@ class ConversationLog:
         upto = until if isinstance(until, int) else None
         return timeline(self.events(key, upto=upto), until=until)
 
+    def context(
+        self,
+        key: str,
+        *,
+        budget: Budget | None = None,
+        format: str = "xml",
+        exclude: Iterable[str] = (),
+        summarizer: Summarizer | None = None,
+        summarizer_name: str | None = None,
+        model: str | None = None,
+    ) -> Context:
+        """The history to inject into a fresh agent session, cut to `budget`.
+
+        `exclude`: ids of messages not to include (the one the user is sending now).
+        `summarizer(previous_summary, messages) -> str`: called when older history does
+        not fit; its summary is recorded once and reused. `model`: whose tokenizer
+        counts the budget (default o200k_base)."""
+        return ContextBuilder(self._store, model).build(
+            key, budget or Budget(), format, frozenset(exclude), summarizer, summarizer_name)
+
+    def resume(
+        self,
+        key: str,
+        tiers: Sequence[Tier],
+        *,
+        budget: Budget | None = None,
+        format: str = "xml",
+        exclude: Iterable[str] = (),
+        summarizer: Summarizer | None = None,
+        summarizer_name: str | None = None,
+        model: str | None = None,
+    ) -> ResumeOutcome:
+        """Try `tiers` in order, recording every attempt; inject history only when a
+        fresh tier (a new, empty agent session) is the one that worked."""
+        run = ResumeRun(ContextBuilder(self._store, model), check_key(key),
+                        budget or Budget(), format, frozenset(exclude))
+        return resume(run, tiers, summarizer, summarizer_name)
+
     def sessions(self, *, include_archived: bool = False, user: str | None = None,
                  agent: str | None = None) -> list[SessionInfo]:
         """Conversations, most recently active first (archived ones on request)."""
@@ -296,3 +342,9 @@ class ConversationHandle:
 
     def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
         return self.log.timeline(self.key, until=until)
+
+    def context(self, **kwargs: Any) -> Context:
+        return self.log.context(self.key, **kwargs)
+
+    def resume(self, tiers: Sequence[Tier], **kwargs: Any) -> ResumeOutcome:
+        return self.log.resume(self.key, tiers, **kwargs)

@@ -74,11 +74,13 @@ class MsgspecMapper(Mapper[UUID]):
             c: msgspec.json.Decoder(c) for c in decodable
         }
         self._untyped = msgspec.json.Decoder()
+        self._topics: dict[type[Any], str] = {c: topic_of(c) for c in EVENT_TYPES}
+        self._topics[Conversation] = SNAPSHOT_TOPIC
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         assert isinstance(domain_event, Envelope), domain_event
         payload = domain_event.event
-        topic = SNAPSHOT_TOPIC if isinstance(payload, Conversation) else topic_of(type(payload))
+        topic = self._topics[type(payload)]
         return StoredEvent(
             originator_id=domain_event.originator_id,
             originator_version=domain_event.originator_version,

@@ -78,9 +78,24 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
                 raise InvalidInput("token counts cannot be negative", field=f"usage.{name}")
 
 
+_utf8 = msgspec.json.Encoder()
+
+
 def check_unicode(value: object, field: str) -> None:
     """Every string must be valid Unicode (no lone surrogates, as `surrogateescape`
-    leaves behind from undecodable bytes), or it could not be stored as UTF-8."""
+    leaves behind from undecodable bytes), or it could not be stored as UTF-8.
+    One encode says whether all is well (~1 us); only then is the culprit searched."""
+    try:
+        _utf8.encode(value)
+        return
+    except UnicodeEncodeError:
+        pass
+    except (TypeError, ValueError):
+        pass  # not encodable for another reason: walk it and check the strings
+    _find_bad_text(value, field)
+
+
+def _find_bad_text(value: object, field: str) -> None:
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -90,14 +105,14 @@ def check_unicode(value: object, field: str) -> None:
                 field=field) from None
     elif isinstance(value, msgspec.Struct):
         for name in value.__struct_fields__:
-            check_unicode(getattr(value, name), f"{field}.{name}" if field else name)
+            _find_bad_text(getattr(value, name), f"{field}.{name}" if field else name)
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            check_unicode(item, f"{field}[{i}]")
+            _find_bad_text(item, f"{field}[{i}]")
     elif isinstance(value, dict):
         for key, item in value.items():
-            check_unicode(key, field)
-            check_unicode(item, f"{field}.{key}")
+            _find_bad_text(key, field)
+            _find_bad_text(item, f"{field}.{key}")
 
 
 def check_json_arguments(arguments: str, field: str) -> None:
@@ -123,6 +138,26 @@ def check_content(content: object, field: str = "content") -> None:
             )
         if isinstance(part, ToolUsePart):
             check_json_arguments(part.arguments, f"{field}[{i}].arguments")
+
+
+def countable_text(content: Content, tool_calls: list[ToolCall] | None = None) -> str:
+    """The text a model re-reads when this message is replayed to it: text, tool
+    calls and results; not thinking (never replayed) nor image bytes (not stored)."""
+    if isinstance(content, str) and not tool_calls:
+        return content
+    pieces: list[str] = [content] if isinstance(content, str) else []
+    if not isinstance(content, str):
+        for part in content:
+            if isinstance(part, TextPart):
+                pieces.append(part.text)
+            elif isinstance(part, ToolUsePart):
+                pieces.append(f"{part.name}({part.arguments})")
+            elif isinstance(part, ToolResultPart):
+                pieces.append(part.content)
+            elif isinstance(part, ImagePart):
+                pieces.append(f"[image: {part.ref}]")
+    pieces.extend(f"{c.name}({c.arguments})" for c in tool_calls or ())
+    return "\n".join(pieces)
 
 
 def content_text(content: Content) -> str:

@@ -32,6 +32,7 @@ from convlog.domain.events import (
     SessionArchived,
     SessionReactivated,
     SessionStarted,
+    SummaryRecorded,
 )
 from convlog.domain.messages import Message
 
@@ -75,6 +76,8 @@ class Conversation(msgspec.Struct, kw_only=True):
     epoch: int = 0
     epoch_start_version: int = 0
     """Version of the latest ConversationCleared: context starts after it."""
+    epoch_start_message_count: int = 0
+    """How many messages came before that clear (so the epoch's count is a subtraction)."""
     native_session_id: str | None = None
     injected_native_session_ids: list[str] = []
     """Native sessions that already received injected history (at most once each)."""
@@ -108,6 +111,7 @@ def evolve(state: Conversation, event: Event) -> None:
     elif isinstance(event, ConversationCleared):
         state.epoch += 1
         state.epoch_start_version = state.version
+        state.epoch_start_message_count = state.message_count
 
 
 def fold(key: str, events: Iterable[Event]) -> Conversation:
@@ -158,7 +162,7 @@ class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
     """A fact the host observed (a resume attempt and its outcome, an injection):
     recorded as given once its fields are checked, stamped with the recording time."""
 
-    event: ResumeAttempted | ResumeSucceeded | ResumeFailed | HistoryInjected
+    event: ResumeAttempted | ResumeSucceeded | ResumeFailed | HistoryInjected | SummaryRecorded
 
 
 Command = (
@@ -222,8 +226,11 @@ def decide_all(
     at its index; nothing of the batch is then recorded."""
     scratch = msgspec.structs.replace(state)
     out: list[Event] = []
+    batch_ids: set[str] = set()
     for i, command in enumerate(commands):
         try:
+            if isinstance(command, AppendMessages):
+                _check_unique_in_batch(command, batch_ids)
             events = decide(scratch, command, now)
         except InvalidInput as exc:
             if origins:
@@ -233,6 +240,16 @@ def decide_all(
             evolve(scratch, event)
         out.extend(events)
     return out
+
+
+def _check_unique_in_batch(command: AppendMessages, seen: set[str]) -> None:
+    """A message id may appear once per batch (a retry is a new batch)."""
+    for j, message in enumerate(command.messages):
+        if isinstance(message, Message) and message.id in seen:
+            raise InvalidInput(f"message id {message.id!r} appears earlier in this batch",
+                               field="id" if len(command.messages) == 1 else
+                               f"messages[{j}].id")
+    seen.update(m.id for m in command.messages if isinstance(m, Message))
 
 
 def _start(key: str, c: StartSession, now: datetime) -> SessionStarted:
@@ -275,11 +292,12 @@ def _require_text(value: object, field: str) -> None:
 def _checked_fact(event: Event, state: Conversation) -> Event:
     if isinstance(event, ResumeAttempted | ResumeSucceeded | ResumeFailed):
         _require_text(event.strategy, "strategy")
-    if isinstance(event, HistoryInjected):
+    if isinstance(event, HistoryInjected | SummaryRecorded):
         if not 0 <= event.from_version <= event.to_version <= state.version:
             raise InvalidInput(
                 f"range {event.from_version}..{event.to_version} is outside the log "
                 f"(0..{state.version})", field="from_version")
-        if event.message_count < 0 or event.tokens < 0:
-            raise InvalidInput("counts cannot be negative", field="message_count")
+        for name in ("message_count", "tokens"):
+            if getattr(event, name) < 0:
+                raise InvalidInput("cannot be negative", field=name)
     return event

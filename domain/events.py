@@ -129,6 +129,19 @@ class HistoryInjected(Event, tag="history_injected", frozen=True):
     native_session_id: str | None = None
 
 
+class SummaryRecorded(Event, tag="summary_recorded", frozen=True):
+    """A summary of the messages from `from_version` to `to_version`, made by the
+    host's summarizer (its own LLM). Recorded once, so it is never recomputed and a
+    replay shows exactly what the agent was told."""
+
+    from_version: int
+    to_version: int
+    message_count: int
+    text: str
+    tokens: int
+    summarizer: str | None = None
+
+
 class SessionArchived(Event, tag="session_archived", frozen=True):
     reason: str | None = None
 
@@ -151,6 +164,7 @@ AnyEvent = (
     | ResumeSucceeded
     | ResumeFailed
     | HistoryInjected
+    | SummaryRecorded
     | SessionArchived
     | SessionReactivated
     | ConversationCleared
@@ -164,6 +178,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ResumeSucceeded,
     ResumeFailed,
     HistoryInjected,
+    SummaryRecorded,
     SessionArchived,
     SessionReactivated,
     ConversationCleared,

@@ -66,7 +66,8 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
         if self.role == "tool" and not self.tool_call_id and isinstance(self.content, str):
             raise InvalidInput("a tool message needs the tool_call_id it answers",
                                field="tool_call_id")
-        if self.cost_usd is not None and self.cost_usd < 0:
-            raise InvalidInput("cost cannot be negative", field="cost_usd")
+        if self.cost_usd is not None and (not self.cost_usd.is_finite() or self.cost_usd < 0):
+            raise InvalidInput(f"cost cannot be negative, infinite or NaN ({self.cost_usd})",
+                               field="cost_usd")
         if self.tokens is not None and self.tokens < 0:
             raise InvalidInput("token count cannot be negative", field="tokens")

@@ -23,6 +23,7 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SessionArchived,
     SessionStarted,
+    SummaryRecorded,
 )
 from convlog.projections.transcript import render_content, shorten
 
@@ -67,6 +68,10 @@ def describe(event: Event) -> str:
         return _pairs(range=f"{event.from_version}..{event.to_version}",
                       messages=event.message_count, tokens=event.tokens, format=event.format,
                       native_session_id=event.native_session_id)
+    if isinstance(event, SummaryRecorded):
+        return _pairs(range=f"{event.from_version}..{event.to_version}",
+                      messages=event.message_count, tokens=event.tokens,
+                      summarizer=event.summarizer) + f" | {shorten(event.text)}"
     if isinstance(event, SessionArchived | ConversationCleared):
         return _pairs(reason=event.reason)
     return ""

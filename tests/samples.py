@@ -26,6 +26,7 @@ from convlog.domain.events import (
     SessionArchived,
     SessionReactivated,
     SessionStarted,
+    SummaryRecorded,
 )
 
 AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -57,6 +58,8 @@ def samples() -> list[Event]:
         HistoryInjected(at=AT, from_version=1, to_version=9, message_count=4, tokens=321,
                         format="xml", text="<conversation_history>…</conversation_history>",
                         native_session_id="sess-10"),
+        SummaryRecorded(at=AT, from_version=2, to_version=40, message_count=30,
+                        text="The user chose JWT.", tokens=5, summarizer="gpt-4o-mini"),
         SessionArchived(at=AT, reason="idle 30 days"),
         SessionReactivated(at=AT),
         ConversationCleared(at=AT, reason="user typed /clear"),

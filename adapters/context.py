@@ -1,0 +1,182 @@
+"""Building the resume context from storage: paging the tail, summarizing, formatting.
+
+The selection rules are pure (convlog.projections.context); this module feeds them
+the tail of the log page by page (descending, limited queries), asks the host's
+summarizer for a summary when older history does not fit, records that summary as
+an event (so it is made once and replayable), and formats the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from convlog.application import ConversationStore
+from convlog.domain.conversation import Conversation, RecordFact, conversation_id
+from convlog.domain.errors import UnknownConversation
+from convlog.domain.events import MessageAppended, Recorded, SummaryRecorded
+from convlog.projections.context import Budget, ContextMessage, Window, render_for_context
+from convlog.projections.context import select_window as select
+from convlog.projections.formats import Format, check_format, render
+from convlog.tokens import count_tokens
+
+Summarizer = Callable[[str | None, list[ContextMessage]], str]
+"""(previous summary or None, messages to fold in, oldest first) -> new summary text."""
+AsyncSummarizer = Callable[[str | None, list[ContextMessage]], Awaitable[str]]
+
+
+class Context(msgspec.Struct, frozen=True, kw_only=True):
+    """History ready to inject. `text` is the exact string to place after the system
+    prompt (for `messages`, the JSON of `messages`)."""
+
+    key: str
+    format: str
+    text: str
+    messages: list[dict[str, Any]] | None
+    tokens: int
+    message_count: int
+    omitted: int
+    summarized: int
+    from_version: int
+    to_version: int
+    counter: str
+
+
+def tail(store: ConversationStore, state: Conversation, page: int) -> Iterator[Recorded]:
+    """The conversation's events newest first, one limited indexed query per page,
+    never reading past the current epoch."""
+    cid = conversation_id(state.key)
+    upto: int | None = None
+    while True:
+        rows = store.recorded(cid, upto=upto, desc=True, limit=page)
+        yield from rows
+        if len(rows) < page:
+            return
+        upto = rows[-1].version - 1
+        if upto <= state.epoch_start_version:
+            return
+
+
+class ContextBuilder:
+    def __init__(self, store: ConversationStore, model: str | None = None):
+        self.store = store
+        self.model = model
+
+    def count(self, text: str) -> int:
+        return count_tokens(text, self.model)[0]
+
+    def state(self, key: str) -> Conversation:
+        state = self.store.load(conversation_id(key), key)
+        if not state.started:
+            raise UnknownConversation(key)
+        return state
+
+    def window(self, state: Conversation, budget: Budget, exclude: frozenset[str]) -> Window:
+        return select(
+            tail(self.store, state, page=min(2 * budget.messages + 16, 1000)), budget,
+            self.count, epoch_messages=state.message_count - state.epoch_start_message_count,
+            exclude=exclude, overhead_tokens=80)
+
+    def to_summarize(self, state: Conversation, window: Window, exclude: frozenset[str]
+                     ) -> tuple[int, list[ContextMessage]]:
+        """The messages older than the window and not yet in the summary, oldest first."""
+        start = window.summary.to_version if window.summary else state.epoch_start_version
+        end = window.messages[0].version - 1 if window.messages else state.version
+        rows = self.store.recorded(conversation_id(state.key), after=start, upto=end)
+        picked = []
+        for r in rows:
+            if isinstance(r.event, MessageAppended) and r.event.message_id not in exclude:
+                text, truncated = render_for_context(r.event, 4 * 2_000)
+                picked.append(ContextMessage(version=r.version, at=r.event.at,
+                                             role=r.event.role, text=text, tokens=0,
+                                             truncated=truncated))
+        return end, picked
+
+    def record_summary(self, state: Conversation, window: Window, end: int,
+                       picked: list[ContextMessage], text: str, summarizer: str | None) -> None:
+        if not text.strip():
+            return
+        previous = window.summary
+        event = SummaryRecorded(
+            at=datetime.now(UTC),  # the recording stamps its own time
+            from_version=previous.from_version if previous else state.epoch_start_version + 1,
+            to_version=end, message_count=(previous.message_count if previous else 0)
+            + len(picked), text=text, tokens=self.count(text), summarizer=summarizer)
+        self.store.execute(conversation_id(state.key), state.key,
+                           lambda _s, _f: [RecordFact(event=event)])
+
+    def finish(self, state: Conversation, window: Window, budget: Budget, fmt: Format,
+               summarized: int) -> Context:
+        """Format, then make sure the whole formatted text fits the token budget."""
+        while True:
+            rendered = render(fmt, state.key, window)
+            text = rendered if isinstance(rendered, str) else msgspec.json.encode(
+                rendered).decode()
+            tokens = self.count(text)
+            if tokens <= budget.tokens or not window.messages:
+                break
+            dropped = window.messages[0]
+            window = msgspec.structs.replace(
+                window, messages=window.messages[1:], omitted=window.omitted + 1,
+                from_version=window.messages[1].version if len(window.messages) > 1
+                else window.to_version, tokens=window.tokens - dropped.tokens)
+        return Context(
+            key=state.key, format=fmt, text=text,
+            messages=None if isinstance(rendered, str) else rendered, tokens=tokens,
+            message_count=len(window.messages), omitted=window.omitted, summarized=summarized,
+            from_version=window.from_version, to_version=window.to_version,
+            counter=count_tokens("", self.model)[1])
+
+    # -------------------------------------------------------------- entry points
+
+    def prepare(self, key: str, budget: Budget, fmt: str, exclude: frozenset[str]
+                ) -> tuple[Conversation, Window, Format]:
+        form = check_format(fmt)
+        state = self.state(key)
+        return state, self.window(state, budget, exclude), form
+
+    def summarized_then_rebuilt(
+        self, state: Conversation, window: Window, budget: Budget, exclude: frozenset[str],
+        end: int, picked: list[ContextMessage], text: str, summarizer_name: str | None,
+    ) -> tuple[Conversation, Window]:
+        self.record_summary(state, window, end, picked, text, summarizer_name)
+        state = self.state(state.key)
+        return state, self.window(state, budget, exclude)
+
+    def build(self, key: str, budget: Budget, fmt: str, exclude: frozenset[str],
+              summarizer: Summarizer | None, summarizer_name: str | None) -> Context:
+        state, window, form = self.prepare(key, budget, fmt, exclude)
+        if window.omitted and summarizer is not None:
+            end, picked = self.to_summarize(state, window, exclude)
+            if picked:
+                text = summarizer(window.summary.text if window.summary else None, picked)
+                state, window = self.summarized_then_rebuilt(
+                    state, window, budget, exclude, end, picked, text, summarizer_name)
+        return self.finish(state, window, budget, form, _summarized(window))
+
+    async def build_async(self, key: str, budget: Budget, fmt: str, exclude: frozenset[str],
+                          summarizer: Summarizer | AsyncSummarizer | None,
+                          summarizer_name: str | None) -> Context:
+        state, window, form = await asyncio.to_thread(self.prepare, key, budget, fmt, exclude)
+        if window.omitted and summarizer is not None:
+            end, picked = await asyncio.to_thread(self.to_summarize, state, window, exclude)
+            if picked:
+                previous = window.summary.text if window.summary else None
+                if inspect.iscoroutinefunction(summarizer):
+                    text = await summarizer(previous, picked)
+                else:
+                    text = await asyncio.to_thread(summarizer, previous, picked)
+                state, window = await asyncio.to_thread(
+                    self.summarized_then_rebuilt, state, window, budget, exclude, end, picked,
+                    str(text), summarizer_name)
+        return await asyncio.to_thread(self.finish, state, window, budget, form,
+                                       _summarized(window))
+
+
+def _summarized(window: Window) -> int:
+    return window.summary.message_count if window.summary else 0

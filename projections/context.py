@@ -1,0 +1,163 @@
+"""The resume context: what to inject into a fresh agent session, cut to a budget.
+
+Built from the TAIL of the log, newest first, and it stops reading as soon as the
+budget is spent, at the latest clear, or at the latest summary's range: its cost
+depends on the budget, never on how long the conversation is. The caller passes the
+tail as a lazy, descending iterable (the adapter pages it with limited queries).
+
+Rules, from what hosts write by hand in the field:
+- newest messages are chosen first; the output is chronological;
+- each message is capped (default 2,000 characters, cut visibly);
+- tool calls become their names (arguments cut short), tool results are cut short,
+  thinking is dropped;
+- nothing before the latest clear; never the message the user is sending now;
+- the latest summary (if any) comes first and covers what the window does not;
+  without one, the context says how many earlier messages were left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+import msgspec
+
+from convlog.domain.content import (
+    ImagePart,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from convlog.domain.errors import InvalidInput
+from convlog.domain.events import ConversationCleared, MessageAppended, Recorded, SummaryRecorded
+
+TRUNCATED = "... [truncated]"
+TOOL_ARGS_CHARS = 80
+TOOL_RESULT_CHARS = 200
+
+
+class Budget(msgspec.Struct, frozen=True, kw_only=True):
+    """How much history a fresh session may receive."""
+
+    tokens: int = 10_000
+    messages: int = 30
+    chars: int = 2_000
+    """Per-message cap, in characters."""
+
+    def __post_init__(self) -> None:
+        for name in ("tokens", "messages", "chars"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InvalidInput(f"must be a positive whole number, not {value!r}",
+                                   field=f"budget.{name}")
+        if self.chars < len(TRUNCATED) + 1:
+            raise InvalidInput(f"must be at least {len(TRUNCATED) + 1}", field="budget.chars")
+
+
+class ContextMessage(msgspec.Struct, frozen=True, kw_only=True):
+    version: int
+    at: datetime
+    role: str
+    text: str
+    tokens: int
+    truncated: bool = False
+
+
+class Window(msgspec.Struct, frozen=True, kw_only=True):
+    """What the budget admitted, before formatting."""
+
+    messages: list[ContextMessage]
+    summary: SummaryRecorded | None
+    omitted: int
+    """Messages of this epoch neither in the window nor covered by the summary."""
+    from_version: int
+    to_version: int
+    tokens: int
+
+
+def cap(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return text[: limit - len(TRUNCATED)].rstrip() + TRUNCATED, True
+
+
+def render_for_context(event: MessageAppended, chars: int) -> tuple[str, bool]:
+    """The message as the agent should re-read it: text, tool names, short results."""
+    pieces: list[str] = []
+    content = event.content
+    if isinstance(content, str):
+        pieces.append(content)
+    else:
+        for part in content:
+            if isinstance(part, TextPart):
+                pieces.append(part.text)
+            elif isinstance(part, ImagePart):
+                pieces.append(f"[image: {part.ref}]")
+            elif isinstance(part, ToolUsePart):
+                args = cap(part.arguments, TOOL_ARGS_CHARS)[0]
+                pieces.append(f"[called tool {part.name}({args})]")
+            elif isinstance(part, ToolResultPart):
+                kind = "tool error" if part.is_error else "tool result"
+                pieces.append(f"[{kind}: {cap(part.content, TOOL_RESULT_CHARS)[0]}]")
+            elif isinstance(part, ThinkingPart):
+                continue
+    for call in event.tool_calls:
+        pieces.append(f"[called tool {call.name}({cap(call.arguments, TOOL_ARGS_CHARS)[0]})]")
+    text = "\n".join(p for p in pieces if p)
+    if event.role == "tool":
+        text = f"[tool result: {cap(text, TOOL_RESULT_CHARS)[0]}]"
+    return cap(text, chars)
+
+
+def select_window(
+    tail: Iterable[Recorded],
+    budget: Budget,
+    count: Callable[[str], int],
+    *,
+    epoch_messages: int,
+    exclude: frozenset[str] = frozenset(),
+    overhead_tokens: int = 0,
+) -> Window:
+    """Choose the newest messages that fit `budget`, reading `tail` (newest first)
+    only as far as needed. `epoch_messages` is how many messages the current epoch
+    holds (from the conversation's state), to report what was left out."""
+    chosen: list[ContextMessage] = []
+    summary: SummaryRecorded | None = None
+    spent = overhead_tokens
+    skipped_current = 0
+    for recorded in tail:
+        event = recorded.event
+        if isinstance(event, ConversationCleared):
+            break
+        if isinstance(event, SummaryRecorded):
+            if summary is None and event.tokens + spent <= budget.tokens:
+                summary = event
+                spent += event.tokens
+            continue
+        if not isinstance(event, MessageAppended):
+            continue
+        if event.message_id in exclude:
+            skipped_current += 1
+            continue
+        if summary is not None and recorded.version <= summary.to_version:
+            break  # the summary covers this message and everything before it
+        if len(chosen) >= budget.messages:
+            break
+        text, truncated = render_for_context(event, budget.chars)
+        raw = event.content if isinstance(event.content, str) else None
+        tokens = event.tokens if (raw == text and event.tokens is not None) else count(text)
+        tokens += 4  # role and separators, as chat formats charge per message
+        if spent + tokens > budget.tokens:
+            break
+        spent += tokens
+        chosen.append(ContextMessage(version=recorded.version, at=event.created_at or event.at,
+                                     role=event.role, text=text, tokens=tokens,
+                                     truncated=truncated))
+    chosen.reverse()
+    covered = summary.message_count if summary else 0
+    omitted = max(0, epoch_messages - skipped_current - len(chosen) - covered)
+    first = summary.from_version if summary else (chosen[0].version if chosen else 0)
+    last = chosen[-1].version if chosen else (summary.to_version if summary else 0)
+    return Window(messages=chosen, summary=summary, omitted=omitted, from_version=first,
+                  to_version=last, tokens=spent)
