@@ -20,6 +20,8 @@ import convlog
 from convlog.domain.errors import ConvlogError
 from convlog.jsonlines import LINE_TYPES, parse_lines
 from convlog.log import ConversationLog
+from convlog.projections.context import Budget
+from convlog.projections.formats import FORMATS
 from convlog.render import print_json, print_table, wrap_text
 from convlog.storage import DEFAULT_URL, ENV_VAR
 
@@ -67,6 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--until", metavar="VERSION|ISO-TIME",
                    help="stop at this position, or at this time (UTC unless it has an offset)")
 
+    p = command("context", "the history a fresh agent session would get, cut to a budget")
+    p.add_argument("key")
+    p.add_argument("--tokens", type=positive_int, default=10_000, metavar="N",
+                   help="token budget of the whole text (default 10000)")
+    p.add_argument("--messages", type=positive_int, default=30, metavar="N",
+                   help="at most N messages (default 30)")
+    p.add_argument("--chars", type=positive_int, default=2_000, metavar="N",
+                   help="cut each message at N characters (default 2000)")
+    p.add_argument("--format", choices=FORMATS, default="xml")
+    p.add_argument("--exclude", action="append", default=[], metavar="MESSAGE_ID",
+                   help="leave this message out (the one being sent now); repeatable")
+    p.add_argument("--model", help="count tokens with this model's tokenizer")
+
     for name, help in (("archive", "archive a conversation (nothing is deleted)"),
                        ("reactivate", "make an archived conversation resumable again"),
                        ("clear", "start a new epoch: later context starts empty")):
@@ -78,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 MAX_VERSION = 2**63 - 1  # SQLite's largest integer
+
+
+def positive_int(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number > 0, got {text!r}")
+    return int(text)
 
 
 def parse_until(text: str | None) -> int | datetime | None:
@@ -156,6 +177,22 @@ def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
                  for r in rows], empty="no events")
 
 
+def cmd_context(log: ConversationLog, args: argparse.Namespace) -> None:
+    budget = Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
+    context = log.context(args.key, budget=budget, format=args.format,
+                          exclude=args.exclude, model=args.model)
+    if args.json:
+        print_json(context)
+    elif context.messages is not None:
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(context.messages)).decode()
+                         + "\n")
+    else:
+        sys.stdout.write(context.text if context.text.endswith("\n") else context.text + "\n")
+    if sys.stderr.isatty() and not args.json:
+        print(f"({context.message_count} messages, {context.tokens} tokens by "
+              f"{context.counter}, {context.omitted} left out)", file=sys.stderr)
+
+
 def _state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], None]:
     def run(log: ConversationLog, args: argparse.Namespace) -> None:
         log.get(args.key)  # unknown keys are an error, not a new conversation
@@ -179,6 +216,7 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "sessions": cmd_sessions,
     "show": cmd_show,
     "replay": cmd_replay,
+    "context": cmd_context,
     "archive": _state_change("archive"),
     "reactivate": _state_change("reactivate"),
     "clear": _state_change("clear"),
