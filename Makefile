@@ -11,7 +11,7 @@ PYTEST := $(BIN)/python -m pytest
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,analytics]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
 install: $(STAMP)  ## create .venv with convlog (editable) and the dev tools

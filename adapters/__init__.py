@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from convlog.aio import AsyncConversationHandle, AsyncConversationLog
+from convlog.analytics import CatalogRow, CostRow
 from convlog.builders import assistant, tool, user
 from convlog.context import Context
 from convlog.domain.content import (
@@ -33,6 +34,7 @@ from convlog.domain.errors import (
 from convlog.domain.messages import Message
 from convlog.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
 from convlog.log import AppendResult, ConversationHandle, ConversationLog, SessionInfo
+from convlog.prices import ModelPrice
 from convlog.projections.context import Budget
 from convlog.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 
@@ -42,11 +44,19 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 
-def open(url: str | None = None, *, create: bool = True) -> ConversationLog:
+def open(
+    url: str | None = None,
+    *,
+    create: bool = True,
+    prices: dict[str, ModelPrice] | None = None,
+    views: str | None = None,
+) -> ConversationLog:
     """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``;
     default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``. With ``create=False`` a
-    missing SQLite file is an error instead of a new database."""
-    return ConversationLog(url, create=create)
+    missing SQLite file is an error instead of a new database. `prices`: your own USD
+    per million tokens for some models (they win over the bundled table). `views`: the
+    DuckDB file of read models (default: next to the database, ``convlog.duckdb``)."""
+    return ConversationLog(url, create=create, prices=prices, views=views)
 
 
 async def open_async(url: str | None = None, *, create: bool = True) -> AsyncConversationLog:
@@ -60,15 +70,18 @@ __all__ = [
     "AsyncConversationLog",
     "Attempt",
     "Budget",
+    "CatalogRow",
     "ConcurrencyError",
     "Context",
     "ConversationHandle",
     "ConversationLog",
     "ConvlogError",
     "CorruptEvent",
+    "CostRow",
     "ImagePart",
     "InvalidInput",
     "Message",
+    "ModelPrice",
     "ResumeOutcome",
     "SessionInfo",
     "StorageError",

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from convlog.analytics import CatalogRow, CostRow
 from convlog.context import AsyncSummarizer, Context, ContextBuilder, Summarizer
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
@@ -93,8 +94,17 @@ class AsyncConversationLog:
                        ) -> list[TimelineRow]:
         return await asyncio.to_thread(self.sync.timeline, key, until=until)
 
-    async def sessions(self, **kwargs: Any) -> list[SessionInfo]:
+    async def sessions(self, **kwargs: Any) -> list[CatalogRow]:
         return await asyncio.to_thread(self.sync.sessions, **kwargs)
+
+    async def costs(self, **kwargs: Any) -> list[CostRow]:
+        return await asyncio.to_thread(self.sync.costs, **kwargs)
+
+    async def can_resume(self, key: str) -> bool:
+        return await asyncio.to_thread(self.sync.can_resume, key)
+
+    async def expire(self, **kwargs: Any) -> list[CatalogRow]:
+        return await asyncio.to_thread(self.sync.expire, **kwargs)
 
     async def context(
         self, key: str, *, budget: Budget | None = None, format: str = "xml",

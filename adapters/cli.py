@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import msgspec
 
 import convlog
+from convlog.analytics import COST_GROUPS
 from convlog.domain.errors import ConvlogError
 from convlog.jsonlines import LINE_TYPES, parse_lines
 from convlog.log import ConversationLog
@@ -56,10 +57,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", default="-", help="JSON Lines file (default: stdin)")
     p.epilog = f"line types: {', '.join(LINE_TYPES)}"
 
-    p = command("sessions", "list conversations, most recently active first")
+    p = command("sessions", "the session catalog: resumable conversations, newest first")
     p.add_argument("--all", action="store_true", help="include archived conversations")
     p.add_argument("--user", help="only this user's conversations")
     p.add_argument("--agent", help="only this agent's conversations")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="at most N rows")
+
+    p = command("costs", "tokens and USD, grouped")
+    p.add_argument("--by", choices=COST_GROUPS, default="model")
+    p.add_argument("--since", type=parse_date, metavar="DATE",
+                   help="only messages from this day (YYYY-MM-DD, UTC) or time on")
+
+    p = command("expire", "archive conversations idle for N days (deletes nothing)")
+    p.add_argument("--idle-days", type=positive_float, required=True, metavar="N")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be archived")
+
+    p = command("views", "the DuckDB read models: catch up, or rebuild from the log")
+    p.add_argument("action", choices=("refresh", "rebuild"))
 
     p = command("show", "the messages of a conversation as the user saw them")
     p.add_argument("key")
@@ -101,6 +115,25 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def parse_date(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a date like 2026-01-31 or an ISO time, got {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def parse_until(text: str | None) -> int | datetime | None:
     if text is None:
         return None
@@ -140,15 +173,61 @@ def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_sessions(log: ConversationLog, args: argparse.Namespace) -> None:
-    rows = log.sessions(include_archived=args.all, user=args.user, agent=args.agent)
+    rows = log.sessions(include_archived=args.all, user=args.user, agent=args.agent,
+                        limit=args.limit)
     if args.json:
         print_json(rows)
         return
     print_table(
-        ["KEY", "USER", "AGENT", "CHANNEL", "STATUS", "MESSAGES", "LAST ACTIVE", "TITLE"],
+        ["KEY", "USER", "AGENT", "CHANNEL", "STATUS", "MESSAGES", "TOKENS", "COST USD",
+         "LAST ACTIVE", "TITLE"],
         [[r.key, r.user, r.agent, r.channel, r.status, r.message_count,
-          _when(r.last_active_at), r.title] for r in rows],
+          r.input_tokens + r.output_tokens + r.cache_read_tokens + r.cache_write_tokens,
+          _usd(r.cost_usd, r.cost_incomplete), _when(r.last_active_at), r.title]
+         for r in rows],
         empty="no conversations" + ("" if args.all else " (--all includes archived ones)"))
+
+
+def cmd_costs(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.costs(by=args.by, since=args.since)
+    if args.json:
+        print_json(rows)
+        return
+    print_table(
+        [args.by.upper(), "MESSAGES", "AGENT TURNS", "INPUT", "OUTPUT", "CACHE READ",
+         "CACHE WRITE", "COST USD", "PRICES"],
+        [[r.group, r.messages, r.agent_interactions, r.input_tokens, r.output_tokens,
+          r.cache_read_tokens, r.cache_write_tokens, _usd(r.cost_usd, r.cost_incomplete),
+          ", ".join(r.price_versions)] for r in rows], empty="no messages")
+    if any(r.cost_incomplete for r in rows):
+        print("(* some usage has no known price: that cost is a lower bound; set prices "
+              "with $CONVLOG_PRICES)")
+
+
+def cmd_expire(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.expire(idle_days=args.idle_days, dry_run=args.dry_run)
+    if args.json:
+        print_json({"archived": [] if args.dry_run else [r.key for r in rows],
+                    "idle": [r.key for r in rows], "dry_run": args.dry_run})
+        return
+    verb = "would archive" if args.dry_run else "archived"
+    for r in rows:
+        print(f"{verb} {r.key} (last active {_when(r.last_active_at)})")
+    print(f"{len(rows)} conversation(s) idle for {args.idle_days:g}+ days {verb}"
+          if rows else f"no conversation idle for {args.idle_days:g}+ days")
+
+
+def cmd_views(log: ConversationLog, args: argparse.Namespace) -> None:
+    count = (log.rebuild_views() if args.action == "rebuild" else log.refresh_views())
+    if args.json:
+        print_json({"action": args.action, "events": count})
+    else:
+        print(f"views {args.action}: {count:,} event(s) applied")
+
+
+def _usd(value: float | None, incomplete: bool) -> str:
+    text = "-" if value is None else f"{value:.4f}"
+    return text + "*" if incomplete else text
 
 
 def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:
@@ -217,6 +296,9 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "show": cmd_show,
     "replay": cmd_replay,
     "context": cmd_context,
+    "costs": cmd_costs,
+    "expire": cmd_expire,
+    "views": cmd_views,
     "archive": _state_change("archive"),
     "reactivate": _state_change("reactivate"),
     "clear": _state_change("clear"),

@@ -18,16 +18,29 @@ import msgspec
 
 from convlog.application import ConversationStore
 from convlog.domain.conversation import Conversation, RecordFact, conversation_id
-from convlog.domain.errors import UnknownConversation
+from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded, SummaryRecorded
-from convlog.projections.context import Budget, ContextMessage, Window, render_for_context
+from convlog.projections.context import (
+    Budget,
+    ContextMessage,
+    Window,
+    render_for_context,
+)
+
+__all__ = ["AsyncSummarizer", "Context", "ContextBuilder", "ContextMessage", "Summarizer"]
 from convlog.projections.context import select_window as select
 from convlog.projections.formats import Format, check_format, render
-from convlog.tokens import count_tokens
+from convlog.tokens import count_tokens, counter_label
 
 Summarizer = Callable[[str | None, list[ContextMessage]], str]
 """(previous summary or None, messages to fold in, oldest first) -> new summary text."""
 AsyncSummarizer = Callable[[str | None, list[ContextMessage]], Awaitable[str]]
+
+
+def is_async_callable(fn: object) -> bool:
+    """A coroutine function, or an object whose __call__ is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None))  # noqa: B004
 
 
 class Context(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,11 +89,20 @@ class ContextBuilder:
             raise UnknownConversation(key)
         return state
 
+    def latest_summary(self, state: Conversation) -> SummaryRecorded | None:
+        """The epoch's latest summary: one indexed read at the position the state names."""
+        if not state.summary_version:
+            return None
+        rows = self.store.recorded(conversation_id(state.key), after=state.summary_version - 1,
+                                   upto=state.summary_version)
+        found = rows[0].event if rows else None
+        return found if isinstance(found, SummaryRecorded) else None
+
     def window(self, state: Conversation, budget: Budget, exclude: frozenset[str]) -> Window:
         return select(
             tail(self.store, state, page=min(2 * budget.messages + 16, 1000)), budget,
             self.count, epoch_messages=state.message_count - state.epoch_start_message_count,
-            exclude=exclude, overhead_tokens=80)
+            summary=self.latest_summary(state), exclude=exclude, overhead_tokens=80)
 
     def to_summarize(self, state: Conversation, window: Window, exclude: frozenset[str]
                      ) -> tuple[int, list[ContextMessage]]:
@@ -118,7 +140,17 @@ class ContextBuilder:
             text = rendered if isinstance(rendered, str) else msgspec.json.encode(
                 rendered).decode()
             tokens = self.count(text)
-            if tokens <= budget.tokens or not window.messages:
+            if tokens <= budget.tokens:
+                break
+            if not window.messages:
+                if window.summary is not None:  # the summary alone is too much: drop it
+                    window = msgspec.structs.replace(
+                        window, summary=None, omitted=window.omitted
+                        + window.summary.message_count, tokens=0)
+                    summarized = 0
+                    continue
+                # Not even the empty wrapper fits: inject nothing rather than overspend.
+                rendered, text, tokens = ([] if fmt == "messages" else ""), "", 0
                 break
             dropped = window.messages[0]
             window = msgspec.structs.replace(
@@ -130,7 +162,7 @@ class ContextBuilder:
             messages=None if isinstance(rendered, str) else rendered, tokens=tokens,
             message_count=len(window.messages), omitted=window.omitted, summarized=summarized,
             from_version=window.from_version, to_version=window.to_version,
-            counter=count_tokens("", self.model)[1])
+            counter=counter_label(self.model))
 
     # -------------------------------------------------------------- entry points
 
@@ -155,6 +187,12 @@ class ContextBuilder:
             end, picked = self.to_summarize(state, window, exclude)
             if picked:
                 text = summarizer(window.summary.text if window.summary else None, picked)
+                if inspect.isawaitable(text):
+                    if inspect.iscoroutine(text):
+                        text.close()
+                    raise InvalidInput("the summarizer returned an awaitable: async "
+                                       "summarizers need convlog.open_async()",
+                                       field="summarizer")
                 state, window = self.summarized_then_rebuilt(
                     state, window, budget, exclude, end, picked, text, summarizer_name)
         return self.finish(state, window, budget, form, _summarized(window))
@@ -167,10 +205,12 @@ class ContextBuilder:
             end, picked = await asyncio.to_thread(self.to_summarize, state, window, exclude)
             if picked:
                 previous = window.summary.text if window.summary else None
-                if inspect.iscoroutinefunction(summarizer):
-                    text = await summarizer(previous, picked)
+                if is_async_callable(summarizer):
+                    text = await summarizer(previous, picked)  # type: ignore[misc]
                 else:
                     text = await asyncio.to_thread(summarizer, previous, picked)
+                if inspect.isawaitable(text):
+                    text = await text
                 state, window = await asyncio.to_thread(
                     self.summarized_then_rebuilt, state, window, budget, exclude, end, picked,
                     str(text), summarizer_name)

@@ -135,6 +135,7 @@ class MessageLine(Line, tag="message", frozen=True):
     tool_call_id: str | None = None
     tokens: int | None = None
     created_at: datetime | None = None
+    response_id: str | None = None
 
 
 class NativeSessionBoundLine(Line, tag="native_session_bound", frozen=True):
@@ -305,7 +306,7 @@ def to_message(line: MessageLine) -> Message:
         model=line.model, agent=line.agent, usage=Usage(**usage) if usage else None,
         cost_usd=line.cost_usd, tokens=line.tokens,
         token_counter="host" if line.tokens is not None else None,
-        created_at=line.created_at, **fields)
+        created_at=line.created_at, response_id=line.response_id, **fields)
 
 
 def _json_text(value: str | dict[str, Any] | None) -> str:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from convlog.analytics import Analytics, CatalogRow, CostRow
 from convlog.application import ConversationStore
 from convlog.context import Context, ContextBuilder, Summarizer
 from convlog.domain.conversation import (
@@ -29,17 +31,17 @@ from convlog.domain.conversation import (
     conversation_id,
 )
 from convlog.domain.errors import InvalidInput, UnknownConversation
-from convlog.domain.events import MessageAppended, Recorded, SessionStarted
+from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
+from convlog.duckdb import ViewStore, default_path
 from convlog.errors import StorageError
+from convlog.prices import ModelPrice, PriceTable
 from convlog.projections.context import Budget
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.resume import ResumeOutcome, ResumeRun, Tier, resume
 from convlog.storage import StorageConfig, parse_url
 from convlog.tokens import warm_up_in_background, with_token_count
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,8 +82,13 @@ def session_info(state: Conversation) -> SessionInfo:
 class ConversationLog:
     """An open event store of conversations. Use `convlog.open(url)` to get one."""
 
-    def __init__(self, url: str | None = None, *, create: bool = True):
+    def __init__(self, url: str | None = None, *, create: bool = True,
+                 prices: dict[str, ModelPrice] | None = None,
+                 views: str | Path | None = None):
         self.config: StorageConfig = parse_url(url)
+        self._prices = prices
+        self._views_path = Path(views) if views is not None else None
+        self._analytics: Analytics | None = None
         if not create:
             self.config.check_exists()
         try:
@@ -97,6 +104,8 @@ class ConversationLog:
     # ----------------------------------------------------------------- lifecycle
 
     def close(self) -> None:
+        if self._analytics is not None:
+            self._analytics.views.close()
         self._store.close()
 
     def __enter__(self) -> ConversationLog:
@@ -277,22 +286,55 @@ class ConversationLog:
                         budget or Budget(), format, frozenset(exclude))
         return resume(run, tiers, summarizer, summarizer_name)
 
-    def sessions(self, *, include_archived: bool = False, user: str | None = None,
-                 agent: str | None = None) -> list[SessionInfo]:
-        """Conversations, most recently active first (archived ones on request)."""
-        rows = []
-        for cid in self._store.index.conversation_ids():
-            first = self._store.recorded(cid, limit=1)
-            if not first or not isinstance(first[0].event, SessionStarted):
-                continue
-            info = session_info(self._store.load(cid, first[0].event.key))
-            if (info.status == "archived" and not include_archived) or (
-                    user is not None and info.user != user) or (
-                    agent is not None and info.agent != agent):
-                continue
-            rows.append(info)
-        rows.sort(key=lambda s: s.last_active_at or _EPOCH, reverse=True)
-        return rows
+    # ------------------------------------------------------- catalog and costs
+
+    @property
+    def analytics(self) -> Analytics:
+        """The DuckDB read models (opened on first use, next to the event store)."""
+        if self._analytics is None:
+            path = self._views_path or default_path(self.config.path)
+            store = ViewStore(path, Analytics.build_views(PriceTable(self._prices)))
+            self._analytics = Analytics(self._store, store)
+        return self._analytics
+
+    def sessions(self, *, user: str | None = None, agent: str | None = None,
+                 include_archived: bool = False, limit: int | None = None
+                 ) -> list[CatalogRow]:
+        """The session catalog: resumable (active) conversations, most recently active
+        first, with message, token and cost totals. Reads its own writes."""
+        return self.analytics.sessions(user=user, agent=agent,
+                                       include_archived=include_archived, limit=limit)
+
+    def costs(self, *, by: str = "model", since: date | datetime | None = None
+              ) -> list[CostRow]:
+        """Tokens and USD grouped by conversation, user, agent, model or day."""
+        return self.analytics.costs(by=by, since=since)
+
+    def can_resume(self, key: str) -> bool:
+        """True for a conversation that exists and is not archived."""
+        state = self._store.load(conversation_id(key), check_key(key))
+        return state.started and state.status == "active"
+
+    def expire(self, *, idle_days: float, dry_run: bool = False) -> list[CatalogRow]:
+        """Archive active conversations idle for `idle_days` or more (nothing is
+        deleted); returns them. `dry_run` only lists them."""
+        if not idle_days > 0:
+            raise InvalidInput("must be a positive number of days", field="idle_days")
+        cutoff = datetime.now(UTC) - timedelta(days=idle_days)
+        idle = self.analytics.sessions(idle_before=cutoff)
+        if not dry_run:
+            for row in idle:
+                self.archive(row.key, reason=f"idle for {idle_days:g} days")
+        return idle
+
+    def refresh_views(self, *, progress: bool | None = None) -> int:
+        """Catch the views up with the log; returns how many events were applied."""
+        return self.analytics.refresh(progress=progress)
+
+    def rebuild_views(self, *, progress: bool | None = None) -> int:
+        """Drop every view and rebuild it from the whole log."""
+        self.analytics.views.rebuild()
+        return self.analytics.refresh(progress=progress)
 
 
 class ConversationHandle:

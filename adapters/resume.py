@@ -25,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from convlog.context import Context, ContextBuilder
+from convlog.context import Context, ContextBuilder, is_async_callable
 from convlog.domain.conversation import BindNativeSession, Command, RecordFact, conversation_id
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
@@ -43,8 +44,11 @@ from convlog.domain.events import (
     ResumeSucceeded,
 )
 from convlog.projections.context import Budget
+from convlog.projections.formats import check_format
 
 MAX_ERROR_CHARS = 500
+_FRESH_NAME = re.compile(r"(^|[/:._ -])new$")  # "session/new", "new"; not "session/renew"
+
 _NOW = datetime(1970, 1, 1, tzinfo=UTC)  # facts are stamped when recorded
 
 
@@ -89,7 +93,11 @@ class Tier:
     def is_fresh(self) -> bool:
         if self.fresh is not None:
             return self.fresh
-        return self.strategy.rstrip("/").lower().endswith("new")
+        return _FRESH_NAME.search(self.strategy.lower()) is not None
+
+    @property
+    def is_async(self) -> bool:
+        return is_async_callable(self.run)
 
 
 @dataclass(frozen=True)
@@ -148,6 +156,7 @@ class ResumeRun:
         self.budget = budget
         self.format = fmt
         self.exclude = exclude
+        check_format(fmt)  # before any tier runs: a bad format must not waste a session
         self.attempts: list[Attempt] = []
         # An unknown conversation is fine here: recording the first attempt starts it.
         self.bound = self.store.load(conversation_id(key), key).native_session_id
@@ -205,13 +214,21 @@ class ResumeRun:
                              already_injected=already)
 
 
-def check_tiers(tiers: Sequence[Tier]) -> None:
+def check_tiers(tiers: Sequence[Tier], *, sync: bool) -> None:
+    """Everything that can be checked before a tier runs is checked here."""
     if not tiers:
         raise InvalidInput("give at least one tier", field="tiers")
     for i, tier in enumerate(tiers):
         if not isinstance(tier, Tier):
             raise InvalidInput(f"expected a convlog.Tier, got {type(tier).__name__}",
                                field=f"tiers[{i}]")
+        if sync and tier.is_async:
+            raise InvalidInput("async tiers need the async API (convlog.open_async)",
+                               field=f"tier {tier.strategy!r}.run")
+
+
+_AWAITABLE_ON_SYNC = TierFailed(
+    "error", "the tier returned an awaitable: async tiers need convlog.open_async()")
 
 
 def _call_with_timeout(tier: Tier, call: TierCall) -> Any:
@@ -230,11 +247,8 @@ def _call_with_timeout(tier: Tier, call: TierCall) -> Any:
 
 def resume(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
            summarizer_name: str | None = None) -> ResumeOutcome:
-    check_tiers(tiers)
+    check_tiers(tiers, sync=True)
     for tier in tiers:
-        if inspect.iscoroutinefunction(tier.run):
-            raise InvalidInput("async tiers need the async API (convlog.open_async)",
-                               field=f"tier {tier.strategy!r}.run")
         call = run.start(tier)
         if call is None:
             continue
@@ -245,6 +259,11 @@ def resume(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
             run.failed(tier, exc, (time.perf_counter() - started) * 1000)
             continue
         latency = (time.perf_counter() - started) * 1000
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: say so instead of a runtime warning
+            run.failed(tier, _AWAITABLE_ON_SYNC, latency)
+            continue
         if result is False:
             run.failed(tier, TierFailed("error", "the tier reported failure"), latency)
             continue
@@ -253,8 +272,12 @@ def resume(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
             return run.outcome(tier, native)
         if not run.needs_injection(native):
             return run.outcome(tier, native, already=True)
-        context = run.builder.build(run.key, run.budget, run.format, run.exclude,
-                                    summarizer, summarizer_name)
+        try:
+            context = run.builder.build(run.key, run.budget, run.format, run.exclude,
+                                        summarizer, summarizer_name)
+        except Exception:  # the host's summarizer failed: inject without a new summary
+            context = run.builder.build(run.key, run.budget, run.format, run.exclude,
+                                        None, None)
         if context.message_count == 0 and not context.summarized:
             return run.outcome(tier, native)  # nothing to remember: nothing injected
         run.injected(native, context)
@@ -264,18 +287,14 @@ def resume(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
 
 async def resume_async(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
                        summarizer_name: str | None = None) -> ResumeOutcome:
-    check_tiers(tiers)
+    check_tiers(tiers, sync=False)
     for tier in tiers:
         call = await asyncio.to_thread(run.start, tier)
         if call is None:
             continue
         started = time.perf_counter()
         try:
-            if inspect.iscoroutinefunction(tier.run):
-                result = await asyncio.wait_for(tier.run(call), tier.timeout)
-            else:
-                result = await asyncio.wait_for(asyncio.to_thread(tier.run, call),
-                                                tier.timeout)
+            result = await asyncio.wait_for(_run_async(tier, call), tier.timeout)
         except TimeoutError:
             await asyncio.to_thread(run.failed, tier, TimeoutError(
                 f"tier {tier.strategy!r} did not answer within {tier.timeout:g}s"),
@@ -295,10 +314,25 @@ async def resume_async(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = 
             return run.outcome(tier, native)
         if not await asyncio.to_thread(run.needs_injection, native):
             return run.outcome(tier, native, already=True)
-        context = await run.builder.build_async(run.key, run.budget, run.format, run.exclude,
-                                                summarizer, summarizer_name)
+        try:
+            context = await run.builder.build_async(run.key, run.budget, run.format,
+                                                    run.exclude, summarizer, summarizer_name)
+        except Exception:  # the host's summarizer failed: inject without a new summary
+            context = await run.builder.build_async(run.key, run.budget, run.format,
+                                                    run.exclude, None, None)
         if context.message_count == 0 and not context.summarized:
             return run.outcome(tier, native)
         await asyncio.to_thread(run.injected, native, context)
         return run.outcome(tier, native, context)
     return run.outcome(None, run.bound)
+
+
+async def _run_async(tier: Tier, call: TierCall) -> Any:
+    """Await a coroutine tier on the loop; run a plain one in a worker thread, and await
+    what it returns if that is awaitable (``lambda c: client.resume(c)``)."""
+    if tier.is_async:
+        return await tier.run(call)
+    result = await asyncio.to_thread(tier.run, call)
+    if inspect.isawaitable(result):
+        return await result
+    return result

@@ -46,14 +46,32 @@ ENCODINGS = ("o200k_base", "cl100k_base")
 
 def counter_for(model: str | None) -> tuple[str, bool]:
     """(encoding, exact) for a model name; unknown models get the approximate default.
-    No model (a user's message) counts in the default encoding, labelled as such."""
+    No model (a user's message) counts in the default encoding, labelled as such.
+    tiktoken's own routing is asked first (it knows fine-tuned ``ft:...`` names and
+    Azure spellings such as ``gpt-35-turbo``), then convlog's prefix table."""
     if not model:
         return DEFAULT_ENCODING, True
     name = model.lower().rsplit("/", 1)[-1]  # "openai/gpt-4o" -> "gpt-4o"
+    if name.startswith("ft:"):
+        name = name[3:].split(":", 1)[0]  # "ft:gpt-4o-mini-2024-07-18:acme::x" -> base
+    routed = _tiktoken_route(name)
+    if routed in ENCODINGS:
+        return routed, True
     for prefix, encoding in EXACT_PREFIXES:
         if name.startswith(prefix):
             return encoding, True
     return DEFAULT_ENCODING, False
+
+
+def _tiktoken_route(name: str) -> str | None:
+    try:
+        from tiktoken.model import encoding_name_for_model
+    except ImportError:
+        return None
+    try:
+        return encoding_name_for_model(name)
+    except KeyError:
+        return None
 
 
 def counter_label(model: str | None) -> str:
@@ -141,6 +159,8 @@ def with_token_count(message: Message, default_model: str | None = None) -> Mess
     """The message with `tokens` filled in (once, at append time), unless the host
     already gave a count."""
     if message.tokens is not None:
+        if message.token_counter is None:
+            return msgspec.structs.replace(message, token_counter="host")
         return message
     model = message.model or default_model
     tokens, counter = count_tokens(countable_text(message.content, message.tool_calls), model)

@@ -65,7 +65,11 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Tokens a provider reported for producing one message."""
+    """Tokens a provider reported for producing one message.
+
+    `input_tokens` counts only the UNCACHED input (Anthropic's convention); cached
+    input goes in `cache_read_tokens` / `cache_write_tokens`. OpenAI's
+    `prompt_tokens` include cached tokens: subtract `cached_tokens` from them."""
 
     input_tokens: int = 0
     output_tokens: int = 0

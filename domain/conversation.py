@@ -78,6 +78,9 @@ class Conversation(msgspec.Struct, kw_only=True):
     """Version of the latest ConversationCleared: context starts after it."""
     epoch_start_message_count: int = 0
     """How many messages came before that clear (so the epoch's count is a subtraction)."""
+    summary_version: int = 0
+    """Position of the latest summary of this epoch (0: none), so a context finds it
+    with one read however many messages came after it."""
     native_session_id: str | None = None
     injected_native_session_ids: list[str] = []
     """Native sessions that already received injected history (at most once each)."""
@@ -112,6 +115,9 @@ def evolve(state: Conversation, event: Event) -> None:
         state.epoch += 1
         state.epoch_start_version = state.version
         state.epoch_start_message_count = state.message_count
+        state.summary_version = 0
+    elif isinstance(event, SummaryRecorded):
+        state.summary_version = state.version
 
 
 def fold(key: str, events: Iterable[Event]) -> Conversation:
@@ -280,7 +286,7 @@ def _appended(m: Message, now: datetime) -> MessageAppended:
         at=now, message_id=m.id, role=m.role,  # type: ignore[arg-type]  # checked by Message
         content=m.content, tool_calls=list(m.tool_calls), tool_call_id=m.tool_call_id,
         model=m.model, agent=m.agent, usage=m.usage, cost_usd=m.cost_usd, tokens=m.tokens,
-        token_counter=m.token_counter, created_at=m.created_at,
+        token_counter=m.token_counter, created_at=m.created_at, response_id=m.response_id,
     )
 
 

@@ -76,6 +76,9 @@ class MessageAppended(Event, tag="message_appended", frozen=True):
     """Which counter produced `tokens` (e.g. ``o200k_base``, ``host``)."""
     created_at: datetime | None = None
     """When the host says the message was written, if it differs from `at`."""
+    response_id: str | None = None
+    """The provider's response/request id: usage repeated across several records of
+    one response (e.g. one record per content block) is counted once."""
 
 
 class NativeSessionBound(Event, tag="native_session_bound", frozen=True):

@@ -43,6 +43,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int | None = None
     token_counter: str | None = None
     created_at: datetime | None = None
+    response_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.role == "system":

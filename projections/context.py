@@ -105,7 +105,7 @@ def render_for_context(event: MessageAppended, chars: int) -> tuple[str, bool]:
     for call in event.tool_calls:
         pieces.append(f"[called tool {call.name}({cap(call.arguments, TOOL_ARGS_CHARS)[0]})]")
     text = "\n".join(p for p in pieces if p)
-    if event.role == "tool":
+    if event.role == "tool" and isinstance(content, str):  # parts carry their own marker
         text = f"[tool result: {cap(text, TOOL_RESULT_CHARS)[0]}]"
     return cap(text, chars)
 
@@ -116,25 +116,27 @@ def select_window(
     count: Callable[[str], int],
     *,
     epoch_messages: int,
+    summary: SummaryRecorded | None = None,
     exclude: frozenset[str] = frozenset(),
     overhead_tokens: int = 0,
 ) -> Window:
     """Choose the newest messages that fit `budget`, reading `tail` (newest first)
     only as far as needed. `epoch_messages` is how many messages the current epoch
-    holds (from the conversation's state), to report what was left out."""
+    holds and `summary` its latest summary (both from the conversation's state, so
+    neither needs a scan). The summary is kept when it fits the budget; the messages
+    it covers are then never repeated."""
     chosen: list[ContextMessage] = []
-    summary: SummaryRecorded | None = None
     spent = overhead_tokens
+    if summary is not None:
+        if summary.tokens + spent <= budget.tokens:
+            spent += summary.tokens
+        else:
+            summary = None
     skipped_current = 0
     for recorded in tail:
         event = recorded.event
         if isinstance(event, ConversationCleared):
             break
-        if isinstance(event, SummaryRecorded):
-            if summary is None and event.tokens + spent <= budget.tokens:
-                summary = event
-                spent += event.tokens
-            continue
         if not isinstance(event, MessageAppended):
             continue
         if event.message_id in exclude:

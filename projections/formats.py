@@ -9,6 +9,7 @@ quoted line by line (markdown), and in the `messages` format it never leaves its
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 from xml.sax.saxutils import escape, quoteattr
@@ -30,6 +31,15 @@ def check_format(name: str) -> Format:
     return name  # type: ignore[return-value]
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """Escaped for XML 1.0, with characters XML cannot carry at all (ANSI escapes in
+    tool output, say) shown as visible ``\\x1b`` escapes instead of breaking it."""
+    return escape(_NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+
 def _time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
@@ -42,18 +52,18 @@ def _omitted_note(window: Window) -> str | None:
 
 
 def render_xml(key: str, window: Window) -> str:
-    lines = [f"<conversation_history conversation={quoteattr(key)} "
+    lines = [f"<conversation_history conversation={quoteattr(_NOT_XML.sub('?', key))} "
              f"messages=\"{len(window.messages)}\" omitted=\"{window.omitted}\">",
              PREAMBLE]
     note = _omitted_note(window)
     if note:
-        lines.append(f"<note>{escape(note)}</note>")
+        lines.append(f"<note>{xml_text(note)}</note>")
     if window.summary:
         lines.append(f"<summary messages=\"{window.summary.message_count}\">"
-                     f"{escape(window.summary.text)}</summary>")
+                     f"{xml_text(window.summary.text)}</summary>")
     for m in window.messages:
         lines.append(f"<message role={quoteattr(m.role)} time={quoteattr(_time(m.at))}>"
-                     f"{escape(m.text)}</message>")
+                     f"{xml_text(m.text)}</message>")
     lines.append("</conversation_history>")
     return "\n".join(lines)
 

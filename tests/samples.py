@@ -48,7 +48,7 @@ def samples() -> list[Event]:
             usage=Usage(input_tokens=1200, output_tokens=80, cache_read_tokens=3,
                         cache_write_tokens=4),
             cost_usd=Decimal("0.004"), tokens=12, token_counter="o200k_base",
-            created_at=datetime(2026, 1, 2, 3, 4, 0, tzinfo=UTC)),
+            created_at=datetime(2026, 1, 2, 3, 4, 0, tzinfo=UTC), response_id="resp-1"),
         NativeSessionBound(at=AT, native_session_id="sess-9", agent="copilot"),
         ResumeAttempted(at=AT, strategy="session/load", native_session_id="sess-9"),
         ResumeSucceeded(at=AT, strategy="session/new", native_session_id="sess-10",

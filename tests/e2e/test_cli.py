@@ -201,7 +201,7 @@ def test_record_then_read_everything_back(db: str, tmp_path: Path):
     assert table.code == 0
     header, row = table.out.splitlines()
     assert header.split() == ["KEY", "USER", "AGENT", "CHANNEL", "STATUS", "MESSAGES",
-                              "LAST", "ACTIVE", "TITLE"]
+                              "TOKENS", "COST", "USD", "LAST", "ACTIVE", "TITLE"]
     assert row.split()[:6] == ["discord:thread:42", "u1", "claude", "discord", "active", "3"]
 
     assert timeline.code == 0

@@ -1,0 +1,181 @@
+"""Queries over the DuckDB views: the session catalog and cost metadata.
+
+Every query first catches the views up with the event log (read-your-writes: a host
+that just appended sees its write), then runs one SQL statement. Usage that a
+provider repeated across several records of one response (same `response_id`)
+counts once: the `message_costs` view marks the first record of each response.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+import msgspec
+
+from convlog.application import ConversationStore
+from convlog.domain.errors import InvalidInput
+from convlog.duckdb import ViewStore
+from convlog.mapper import MsgspecMapper
+from convlog.prices import PriceTable
+from convlog.projections.catalog import CatalogView
+from convlog.projections.telemetry import TelemetryView
+from convlog.projections.usage import UsageView
+from convlog.projections.views import View
+
+CostGroup = Literal["conversation", "user", "agent", "model", "day"]
+COST_GROUPS: tuple[str, ...] = ("conversation", "user", "agent", "model", "day")
+
+# Analyst-facing SQL views, created with the store (documented in the README).
+SQL_VIEWS = {
+    "message_costs": """
+        SELECT m.*, s.key, s.user, COALESCE(m.agent, s.agent) AS agent_name,
+               CAST(m.at AS DATE) AS day,
+               (m.response_id IS NULL OR row_number() OVER (
+                   PARTITION BY m.conversation_id, m.response_id ORDER BY m.version) = 1
+               ) AS counted
+        FROM messages m JOIN sessions s USING (conversation_id)""",
+}
+
+_USAGE_SUMS = """
+    count(*) AS messages,
+    count(*) FILTER (WHERE role = 'assistant') AS agent_interactions,
+    COALESCE(sum(input_tokens) FILTER (WHERE counted), 0) AS input_tokens,
+    COALESCE(sum(output_tokens) FILTER (WHERE counted), 0) AS output_tokens,
+    COALESCE(sum(cache_read_tokens) FILTER (WHERE counted), 0) AS cache_read_tokens,
+    COALESCE(sum(cache_write_tokens) FILTER (WHERE counted), 0) AS cache_write_tokens,
+    sum(cost_usd) FILTER (WHERE counted) AS cost_usd,
+    COALESCE(bool_or(cost_unknown AND counted), FALSE) AS cost_incomplete,
+    list_sort(COALESCE(list(DISTINCT price_version) FILTER (
+        WHERE price_version IS NOT NULL), [])) AS price_versions
+"""
+
+
+class CatalogRow(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    user: str | None
+    agent: str | None
+    channel: str | None
+    title: str | None
+    workspace: str | None
+    status: str
+    created_at: datetime | None
+    last_active_at: datetime | None
+    message_count: int
+    content_tokens: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None
+    cost_incomplete: bool
+    top_agents: list[str]
+    """The five agents that answered most in this conversation, most active first."""
+    version: int
+    """Position of the conversation's latest event."""
+    native_session_id: str | None
+
+
+class CostRow(msgspec.Struct, frozen=True, kw_only=True):
+    group: str | None
+    messages: int
+    agent_interactions: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None
+    cost_incomplete: bool
+    """Some priced usage had no known price: `cost_usd` is a lower bound."""
+    price_versions: list[str]
+
+
+def _utc(value: Any) -> Any:
+    return value.replace(tzinfo=UTC) if isinstance(value, datetime) else value
+
+
+class Analytics:
+    def __init__(self, store: ConversationStore, views: ViewStore):
+        self.store = store
+        self.views = views
+        with views.connect() as con:
+            for name, sql in SQL_VIEWS.items():
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+
+    @classmethod
+    def build_views(cls, prices: PriceTable) -> list[View]:
+        return [CatalogView(), UsageView(prices), TelemetryView()]
+
+    def refresh(self, *, progress: bool | None = None) -> int:
+        mapper = self.store.mapper
+        assert isinstance(mapper, MsgspecMapper)
+        return self.views.catch_up(self.store.recorder, mapper.decode, progress=progress)
+
+    def _rows(self, sql: str, params: list[object]) -> list[dict[str, Any]]:
+        self.refresh()
+        names, rows = self.views.query(sql, params)
+        return [{n: _utc(v) for n, v in zip(names, row, strict=True)} for row in rows]
+
+    def sessions(self, *, user: str | None = None, agent: str | None = None,
+                 include_archived: bool = False, idle_before: datetime | None = None,
+                 limit: int | None = None) -> list[CatalogRow]:
+        where: list[str] = ["TRUE"]
+        params: list[object] = []
+        if user is not None:
+            where.append('s."user" = ?')
+            params.append(user)
+        if agent is not None:
+            where.append("s.agent = ?")
+            params.append(agent)
+        if not include_archived:
+            where.append("s.status = 'active'")
+        if idle_before is not None:
+            where.append("s.last_active_at < ?")
+            params.append(idle_before.astimezone(UTC).replace(tzinfo=None))
+        sql = f"""
+            WITH s AS (SELECT * FROM sessions s WHERE {' AND '.join(where)}),
+            m AS (
+                SELECT m.*, COALESCE(m.agent, s.agent) AS agent_name,
+                       (m.response_id IS NULL OR row_number() OVER (
+                           PARTITION BY m.conversation_id, m.response_id ORDER BY m.version
+                       ) = 1) AS counted
+                FROM messages m JOIN s USING (conversation_id)),
+            usage AS (SELECT conversation_id, {_USAGE_SUMS} FROM m GROUP BY conversation_id),
+            agents AS (
+                SELECT conversation_id, list(agent_name ORDER BY n DESC, agent_name)[1:5] AS top
+                FROM (SELECT conversation_id, agent_name, count(*) AS n FROM m
+                      WHERE role = 'assistant' AND agent_name IS NOT NULL GROUP BY ALL)
+                GROUP BY conversation_id)
+            SELECT s.key, s."user", s.agent, s.channel, s.title, s.workspace, s.status,
+                   s.created_at, s.last_active_at, s.message_count, s.content_tokens,
+                   COALESCE(u.input_tokens, 0) AS input_tokens,
+                   COALESCE(u.output_tokens, 0) AS output_tokens,
+                   COALESCE(u.cache_read_tokens, 0) AS cache_read_tokens,
+                   COALESCE(u.cache_write_tokens, 0) AS cache_write_tokens,
+                   u.cost_usd, COALESCE(u.cost_incomplete, FALSE) AS cost_incomplete,
+                   COALESCE(a.top, []) AS top_agents, s.version, s.native_session_id
+            FROM s LEFT JOIN usage u USING (conversation_id)
+                   LEFT JOIN agents a USING (conversation_id)
+            ORDER BY s.last_active_at DESC NULLS LAST, s.key
+            {'LIMIT ' + str(int(limit)) if limit else ''}"""
+        return [msgspec.convert(r, CatalogRow) for r in self._rows(sql, params)]
+
+    def costs(self, *, by: str = "model", since: date | datetime | None = None
+              ) -> list[CostRow]:
+        if by not in COST_GROUPS:
+            raise InvalidInput(f"cannot group costs by {by!r}; expected one of "
+                               f"{', '.join(COST_GROUPS)}", field="by")
+        group = {"conversation": "key", "user": '"user"', "agent": "agent_name",
+                 "model": "model", "day": "CAST(day AS VARCHAR)"}[by]
+        where = "TRUE"
+        params: list[object] = []
+        if since is not None:
+            moment = since if isinstance(since, datetime) else datetime(
+                since.year, since.month, since.day, tzinfo=UTC)
+            where = "\"at\" >= ?"
+            params.append(moment.astimezone(UTC).replace(tzinfo=None))
+        sql = f"""
+            SELECT {group} AS "group", {_USAGE_SUMS}
+            FROM message_costs WHERE {where}
+            GROUP BY 1 ORDER BY cost_usd DESC NULLS LAST, messages DESC, 1"""
+        return [msgspec.convert(r, CostRow) for r in self._rows(sql, params)]

