@@ -8,19 +8,20 @@ counts once: the `message_costs` view marks the first record of each response.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
+import duckdb
 import msgspec
 
 from convlog.application import ConversationStore
 from convlog.domain.errors import InvalidInput
 from convlog.duckdb import ViewStore
-from convlog.mapper import MsgspecMapper
 from convlog.prices import PriceTable
-from convlog.projections.catalog import CatalogView
-from convlog.projections.telemetry import TelemetryView
-from convlog.projections.usage import UsageView
+from convlog.projections.catalog import CATALOG
+from convlog.projections.telemetry import TELEMETRY
+from convlog.projections.usage import USAGE
 from convlog.projections.views import View
 
 CostGroup = Literal["conversation", "user", "agent", "model", "day"]
@@ -95,25 +96,51 @@ def _utc(value: Any) -> Any:
 
 
 class Analytics:
-    def __init__(self, store: ConversationStore, views: ViewStore):
+    def __init__(self, store: ConversationStore, views: ViewStore, prices: PriceTable):
         self.store = store
         self.views = views
+        self.prices = prices
         with views.connect() as con:
             for name, sql in SQL_VIEWS.items():
                 con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
-    @classmethod
-    def build_views(cls, prices: PriceTable) -> list[View]:
-        return [CatalogView(), UsageView(prices), TelemetryView()]
+    VIEWS: tuple[View, ...] = (CATALOG, USAGE, TELEMETRY)
 
     def refresh(self, *, progress: bool | None = None) -> int:
-        mapper = self.store.mapper
-        assert isinstance(mapper, MsgspecMapper)
-        return self.views.catch_up(self.store.recorder, mapper.decode, progress=progress)
+        return self.views.catch_up(self.store.index, before_batch=self._prices_hook(),
+                                   progress=progress)
+
+    def _prices_hook(self) -> Callable[[duckdb.DuckDBPyConnection], None]:
+        """Prices for the models a batch names, resolved afresh by every catch-up (a
+        figure keeps the price and version it was computed with)."""
+        state = {"fresh": True}
+
+        def fill(con: duckdb.DuckDBPyConnection) -> None:
+            if state.pop("fresh", False):
+                con.execute("DELETE FROM model_prices")
+            models = [r[0] for r in con.execute(
+                "SELECT DISTINCT e.model FROM batch WHERE topic = 'message_appended' "
+                "AND e.model IS NOT NULL AND e.model NOT IN (SELECT model FROM model_prices)"
+            ).fetchall()]
+            rows: list[tuple[object, ...]] = []
+            for model in models:
+                found = self.prices.rates(model)
+                if found is None:
+                    rows.append((model, None, None, None, None, None))
+                else:
+                    p, version = found
+                    rows.append((model, p.input_per_mtok, p.output_per_mtok,
+                                 p.cache_read_per_mtok, p.cache_write_per_mtok, version))
+            if rows:
+                appender = con.appender("model_prices")
+                appender.append_rows(rows)
+                appender.flush()
+        return fill
 
     def _rows(self, sql: str, params: list[object]) -> list[dict[str, Any]]:
-        self.refresh()
-        names, rows = self.views.query(sql, params)
+        with self.views.connect():  # one open of the file for the catch-up and the query
+            self.refresh()
+            names, rows = self.views.query(sql, params)
         return [{n: _utc(v) for n, v in zip(names, row, strict=True)} for row in rows]
 
     def sessions(self, *, user: str | None = None, agent: str | None = None,

@@ -293,8 +293,8 @@ class ConversationLog:
         """The DuckDB read models (opened on first use, next to the event store)."""
         if self._analytics is None:
             path = self._views_path or default_path(self.config.path)
-            store = ViewStore(path, Analytics.build_views(PriceTable(self._prices)))
-            self._analytics = Analytics(self._store, store)
+            store = ViewStore(path, Analytics.VIEWS)
+            self._analytics = Analytics(self._store, store, PriceTable(self._prices))
         return self._analytics
 
     def sessions(self, *, user: str | None = None, agent: str | None = None,

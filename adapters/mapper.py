@@ -76,6 +76,7 @@ class MsgspecMapper(Mapper[UUID]):
         self._untyped = msgspec.json.Decoder()
         self._topics: dict[type[Any], str] = {c: topic_of(c) for c in EVENT_TYPES}
         self._topics[Conversation] = SNAPSHOT_TOPIC
+        self._current = {topic: self._decoders[cls] for cls, topic in self._topics.items()}
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         assert isinstance(domain_event, Envelope), domain_event
@@ -96,6 +97,12 @@ class MsgspecMapper(Mapper[UUID]):
 
     def decode(self, stored: StoredEvent) -> Any:
         """Decode a stored event's payload, upcasting older versions; typed errors only."""
+        current = self._current.get(stored.topic)
+        if current is not None:  # the common case: a current version, one typed decode
+            try:
+                return current.decode(stored.state)
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError):
+                pass  # fall through to the full path, which names the problem
         try:
             if stored.topic == SNAPSHOT_TOPIC:
                 return self._decoders[Conversation].decode(stored.state)

@@ -33,11 +33,11 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
         with self._database_lock:
             return {m for m in message_ids if (conversation, m) in self._message_ids}
 
-    def conversation_ids(self) -> list[UUID]:
-        with self._database_lock:
-            return [UUID(str(s.originator_id)) for s in self._stored_events
-                    if s.originator_version == 1]
-
+    def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]:
+        """See SQLiteConvlogRecorder.select_raw."""
+        return [(n.id, UUID(str(n.originator_id)).hex, n.originator_version, n.topic,
+                 n.state.decode("utf-8", "replace")) for n in self.select_notifications(
+                     after + 1, limit)]
 
 class Factory(POPOFactory):
     def application_recorder(self) -> ApplicationRecorder:

@@ -1,10 +1,10 @@
 """USD per message from a maintained offline price table, overridable by the host.
 
 The table is `genai-prices` (bundled data, correct offline). Looking a price up
-through its generic API costs ~140 us, so each model is resolved ONCE and its
-per-million-token rates are applied with plain arithmetic; tiered prices (by
-context size) go through genai-prices' own calculation. A model the table does not
-know is remembered as unknown: the projection then records a null cost and a flag.
+through its generic API costs ~140 us, so each model is resolved ONCE into
+per-million-token rates, which the views apply in SQL (convlog.projections.usage).
+A model the table does not know has no rates: the views record a null cost and a
+flag for it, never zero.
 
 Host overrides (its own prices, e.g. for a private deployment) win over the table:
 pass ``prices={"model": ModelPrice(...)}`` to `convlog.open`, or point
@@ -20,15 +20,19 @@ import threading
 from decimal import Decimal
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from convlog.domain.content import Usage
 from convlog.domain.errors import InvalidInput
-from convlog.projections.usage import Quote
 
 ENV_VAR = "CONVLOG_PRICES"
+
+
+class Quote(NamedTuple):
+    usd: float
+    version: str
 
 
 class ModelPrice(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -70,46 +74,46 @@ def load_overrides(path: str | Path) -> dict[str, ModelPrice]:
 
 
 class PriceTable:
-    """Callable as a `Pricer`: (model, usage) -> Quote, or None when unknown."""
+    """Per-model rates for the views' ``model_prices`` table.
+
+    genai-prices has tiered prices for some models (a higher rate once a prompt passes
+    e.g. 200k tokens); the views apply the BASE tier, and those figures carry the
+    version ``genai-prices X (base tier)`` so nobody mistakes them for exact."""
 
     def __init__(self, overrides: dict[str, ModelPrice] | None = None):
         env_path = os.environ.get(ENV_VAR)
         self.overrides = {**(load_overrides(env_path) if env_path else {}),
                           **(overrides or {})}
         self.version = f"genai-prices {version('genai-prices')}"
-        self._resolved: dict[str, Any] = {}
+        self._resolved: dict[str, tuple[ModelPrice, str] | None] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, model: str, usage: Usage) -> Quote | None:
+    def rates(self, model: str) -> tuple[ModelPrice, str] | None:
+        """(rates, price version) for `model`, or None when no price is known."""
         own = self.overrides.get(model)
         if own is not None:
-            return Quote(own.usd(usage), "host")
-        rates = self._resolve(model)
-        if rates is None:
-            return None
-        if isinstance(rates, ModelPrice):
-            return Quote(rates.usd(usage), self.version)
-        from genai_prices import Usage as GenaiUsage
-
-        total = rates.calc_price(GenaiUsage(
-            input_tokens=usage.input_tokens + usage.cache_read_tokens
-            + usage.cache_write_tokens, output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens))["total_price"]
-        return Quote(float(total), self.version)
-
-    def _resolve(self, model: str) -> Any:
-        if model in self._resolved:
-            return self._resolved[model]
+            return own, "host"
         with self._lock:
             if model not in self._resolved:
-                self._resolved[model] = _lookup(model)
+                self._resolved[model] = _lookup(model, self.version)
             return self._resolved[model]
 
+    def quote(self, model: str, usage: Usage) -> Quote | None:
+        found = self.rates(model)
+        return None if found is None else Quote(found[0].usd(usage), found[1])
 
-def _lookup(model: str) -> Any:
-    """Linear rates as a ModelPrice, genai-prices' own object for tiered prices, or
-    None for a model the table does not know."""
+
+def _rate(value: Any) -> tuple[float | None, bool]:
+    """(USD per million tokens, whether it was tiered) from a genai-prices price."""
+    if value is None:
+        return None, False
+    if isinstance(value, Decimal | int | float):
+        return float(value), False
+    base = getattr(value, "base", None)  # TieredPrices: use the base tier
+    return (None if base is None else float(base)), True
+
+
+def _lookup(model: str, table_version: str) -> tuple[ModelPrice, str] | None:
     from genai_prices import Usage as GenaiUsage
     from genai_prices import calc_price
 
@@ -117,14 +121,12 @@ def _lookup(model: str) -> Any:
         found = calc_price(GenaiUsage(input_tokens=1, output_tokens=1), model).model_price
     except LookupError:
         return None
-    rates = {name: getattr(found, name, None) for name in
+    rates = {name: _rate(getattr(found, name, None)) for name in
              ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")}
-    if all(v is None or isinstance(v, Decimal | int | float) for v in rates.values()):
-        return ModelPrice(
-            input_per_mtok=float(rates["input_mtok"] or 0),
-            output_per_mtok=float(rates["output_mtok"] or 0),
-            cache_read_per_mtok=None if rates["cache_read_mtok"] is None
-            else float(rates["cache_read_mtok"]),
-            cache_write_per_mtok=None if rates["cache_write_mtok"] is None
-            else float(rates["cache_write_mtok"]))
-    return found
+    tiered = any(t for _, t in rates.values())
+    price = ModelPrice(
+        input_per_mtok=rates["input_mtok"][0] or 0.0,
+        output_per_mtok=rates["output_mtok"][0] or 0.0,
+        cache_read_per_mtok=rates["cache_read_mtok"][0],
+        cache_write_per_mtok=rates["cache_write_mtok"][0])
+    return price, f"{table_version} (base tier)" if tiered else table_version

@@ -65,10 +65,6 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
             f"CREATE TABLE IF NOT EXISTS {self.index_table} ("
             "conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, "
             "PRIMARY KEY (conversation_id, message_id)) WITHOUT ROWID",
-            # A partial index of first events: listing conversations costs
-            # O(conversations), not O(events).
-            f"CREATE INDEX IF NOT EXISTS convlog_stream_starts ON {self.events_table_name} "
-            "(originator_version) WHERE originator_version = 1",
         ]
 
     def insert_events(
@@ -135,15 +131,18 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
                 known.update(row[0] for row in c.fetchall())
         return known
 
-    def conversation_ids(self) -> list[UUID]:
-        """Every stream that holds events, oldest first (for listings and rebuilds)."""
-        with self.datastore.transaction(commit=False) as c:
-            c.execute(
-                f"SELECT originator_id FROM {self.events_table_name} "
-                "WHERE originator_version = 1 ORDER BY rowid"
-            )
-            return [UUID(row[0]) for row in c.fetchall()]
-
+    def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]:
+        """(position, stream id hex, version, topic, state) of the next `limit` events:
+        the view catch-up's read, without eventsourcing's per-row UUID and Notification
+        objects (a third of the catch-up's time when measured)."""
+        with self.datastore.transaction(commit=False) as cursor:
+            c: Any = cursor  # the raw sqlite3.Cursor (eventsourcing's __enter__ yields it)
+            c.row_factory = None  # plain tuples: no per-row sqlite3.Row
+            c.execute(f"SELECT rowid, originator_id, originator_version, topic, "
+                      f"CAST(state AS TEXT) FROM {self.events_table_name} "
+                      f"WHERE rowid > ? ORDER BY rowid LIMIT ?", [after, limit])
+            rows: list[tuple[int, str, int, str, str]] = c.fetchall()
+            return rows
 
 class Factory(SQLiteFactory):
     """eventsourcing's SQLite factory with convlog's pool and recorder."""

@@ -76,7 +76,9 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        """Counts are never negative. Called where usage enters convlog (a Message), not
+        in __post_init__, which msgspec would also run on every stored event read."""
         for name in self.__struct_fields__:
             if getattr(self, name) < 0:
                 raise InvalidInput("token counts cannot be negative", field=f"usage.{name}")

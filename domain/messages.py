@@ -59,6 +59,8 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
         if not isinstance(self.id, str) or not self.id.strip():
             raise InvalidInput("message id must be a non-empty string", field="id")
         check_content(self.content)
+        if self.usage is not None:
+            self.usage.check()
         check_unicode(self, "")
         for i, call in enumerate(self.tool_calls):
             check_json_arguments(call.arguments, f"tool_calls[{i}].arguments")

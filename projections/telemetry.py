@@ -2,57 +2,60 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from convlog.projections.views import Column, Table, View
 
-from convlog.domain.events import HistoryInjected, ResumeAttempted, ResumeFailed, ResumeSucceeded
-from convlog.projections.views import Column, Notified, Rows, Table
+# Stored format: resume outcomes of class version 1 kept latency in seconds
+# (`latency_s`); version 2 in milliseconds (`latency_ms`). Mirrors the upcaster.
+_LATENCY_MS = "CASE WHEN v = 1 THEN e.latency_s * 1000 ELSE e.latency_ms END"
 
-RESUME_EVENTS = Table("resume_events", (
-    Column("conversation_id", "VARCHAR"),
-    Column("version", "BIGINT"),
-    Column("position", "BIGINT"),
-    Column("at", "TIMESTAMP"),
-    Column("kind", "VARCHAR"),
-    Column("strategy", "VARCHAR"),
-    Column("native_session_id", "VARCHAR"),
-    Column("reason", "VARCHAR"),
-    Column("error", "VARCHAR"),
-    Column("latency_ms", "DOUBLE"),
-), doc="resume_attempted / resume_succeeded / resume_failed, one row each")
+RESUME_EVENTS = Table(
+    "resume_events",
+    (
+        Column("conversation_id", "VARCHAR"),
+        Column("version", "BIGINT"),
+        Column("position", "BIGINT"),
+        Column("at", "TIMESTAMP"),
+        Column("kind", "VARCHAR"),
+        Column("strategy", "VARCHAR"),
+        Column("native_session_id", "VARCHAR"),
+        Column("reason", "VARCHAR"),
+        Column("error", "VARCHAR"),
+        Column("latency_ms", "DOUBLE"),
+    ),
+    select=f"""
+        SELECT conversation_id, version, position, "at", replace(topic, 'resume_', ''),
+               e.strategy, e.native_session_id,
+               CASE WHEN topic = 'resume_failed' THEN COALESCE(e.reason, 'error') END,
+               e.error,
+               CASE WHEN topic = 'resume_attempted' THEN NULL ELSE {_LATENCY_MS} END
+        FROM batch
+        WHERE topic IN ('resume_attempted', 'resume_succeeded', 'resume_failed')""",
+    doc="resume_attempted / resume_succeeded / resume_failed, one row each",
+)
 
-INJECTIONS = Table("injections", (
-    Column("conversation_id", "VARCHAR"),
-    Column("version", "BIGINT"),
-    Column("position", "BIGINT"),
-    Column("at", "TIMESTAMP"),
-    Column("native_session_id", "VARCHAR"),
-    Column("from_version", "BIGINT"),
-    Column("to_version", "BIGINT"),
-    Column("message_count", "BIGINT"),
-    Column("tokens", "BIGINT"),
-    Column("format", "VARCHAR"),
-), doc="history injected into fresh agent sessions: range, size, format")
+INJECTIONS = Table(
+    "injections",
+    (
+        Column("conversation_id", "VARCHAR"),
+        Column("version", "BIGINT"),
+        Column("position", "BIGINT"),
+        Column("at", "TIMESTAMP"),
+        Column("native_session_id", "VARCHAR"),
+        Column("from_version", "BIGINT"),
+        Column("to_version", "BIGINT"),
+        Column("message_count", "BIGINT"),
+        Column("tokens", "BIGINT"),
+        Column("format", "VARCHAR"),
+    ),
+    select="""
+        SELECT conversation_id, version, position, "at", e.native_session_id, e.from_version,
+               e.to_version, e.message_count, e.tokens, e.format
+        FROM batch WHERE topic = 'history_injected'""",
+    doc="history injected into fresh agent sessions: range, size, format",
+)
 
-
-class TelemetryView:
-    tables = (RESUME_EVENTS, INJECTIONS)
-
-    def rows(self, batch: Sequence[Notified]) -> Rows:
-        resumes: list[tuple[object, ...]] = []
-        injections: list[tuple[object, ...]] = []
-        for n in batch:
-            e = n.event
-            head = (str(n.conversation_id), n.version, n.position, e.at)
-            if isinstance(e, ResumeAttempted):
-                resumes.append((*head, "attempted", e.strategy, e.native_session_id,
-                                None, None, None))
-            elif isinstance(e, ResumeSucceeded):
-                resumes.append((*head, "succeeded", e.strategy, e.native_session_id,
-                                None, None, e.latency_ms))
-            elif isinstance(e, ResumeFailed):
-                resumes.append((*head, "failed", e.strategy, e.native_session_id,
-                                e.reason, e.error, e.latency_ms))
-            elif isinstance(e, HistoryInjected):
-                injections.append((*head, e.native_session_id, e.from_version, e.to_version,
-                                   e.message_count, e.tokens, e.format))
-        return {RESUME_EVENTS.name: resumes, INJECTIONS.name: injections}
+TELEMETRY = View("telemetry", (RESUME_EVENTS, INJECTIONS), fields={
+    "strategy": "VARCHAR", "native_session_id": "VARCHAR", "reason": "VARCHAR",
+    "error": "VARCHAR", "latency_ms": "DOUBLE", "latency_s": "DOUBLE",
+    "from_version": "BIGINT", "to_version": "BIGINT", "message_count": "BIGINT",
+    "tokens": "BIGINT", "format": "VARCHAR"})

@@ -1,79 +1,81 @@
 """Message facts for cost metadata: tokens and USD per message, append-only.
 
-Pricing is injected (`Pricer`): the adapter supplies a price table, the projection
-decides which figure wins. A cost the host reported itself wins over the table; a
-model the table does not know gives a null cost and `cost_unknown`, never zero.
+USD comes from ``model_prices`` (model, USD per million input/output/cache-read/
+cache-write tokens, version), a table the adapter fills from its price table for
+the models a batch names. A cost the host reported itself wins over the table; a
+model the table does not know gives a null cost and `cost_unknown`, never zero;
+a message without usage (a user's message) has no cost and is not "unknown".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from convlog.projections.views import Column, Table, View
 
-from convlog.domain.content import Usage
-from convlog.domain.events import MessageAppended
-from convlog.projections.views import Column, Notified, Rows, Table
+MODEL_PRICES = Table(
+    "model_prices",
+    (
+        Column("model", "VARCHAR", "key"),
+        Column("input_per_mtok", "DOUBLE"),
+        Column("output_per_mtok", "DOUBLE"),
+        Column("cache_read_per_mtok", "DOUBLE"),
+        Column("cache_write_per_mtok", "DOUBLE"),
+        Column("version", "VARCHAR"),
+    ),
+    select="",  # filled by the adapter from the price table, not from events
+    doc="the price used for each model (null rates: the model has no known price)",
+)
 
+_USAGE = "CASE WHEN e.usage IS NOT NULL THEN COALESCE(e.usage.{0}, 0) END"  # 0s are omitted
 
-class Quote(NamedTuple):
-    usd: float
-    version: str
-    """Which price table (and version) produced the figure."""
+MESSAGES = Table(
+    "messages",
+    (
+        Column("conversation_id", "VARCHAR"),
+        Column("version", "BIGINT"),
+        Column("position", "BIGINT"),
+        Column("at", "TIMESTAMP"),
+        Column("message_id", "VARCHAR"),
+        Column("role", "VARCHAR"),
+        Column("model", "VARCHAR"),
+        Column("agent", "VARCHAR"),
+        Column("response_id", "VARCHAR"),
+        Column("input_tokens", "BIGINT"),
+        Column("output_tokens", "BIGINT"),
+        Column("cache_read_tokens", "BIGINT"),
+        Column("cache_write_tokens", "BIGINT"),
+        Column("content_tokens", "BIGINT"),
+        Column("cost_usd", "DOUBLE"),
+        Column("cost_source", "VARCHAR"),
+        Column("price_version", "VARCHAR"),
+        Column("cost_unknown", "BOOLEAN"),
+    ),
+    select=f"""
+        WITH m AS (
+            SELECT conversation_id, version, position, "at", e,
+                   {_USAGE.format('input_tokens')} AS i, {_USAGE.format('output_tokens')} AS o,
+                   {_USAGE.format('cache_read_tokens')} AS cr,
+                   {_USAGE.format('cache_write_tokens')} AS cw
+            FROM batch WHERE topic = 'message_appended')
+        SELECT m.conversation_id, m.version, m.position, m."at", e.message_id, e.role,
+               e.model, e.agent, e.response_id, i, o, cr, cw, e.tokens,
+               CASE WHEN e.cost_usd IS NOT NULL THEN e.cost_usd
+                    WHEN i IS NULL OR p.input_per_mtok IS NULL THEN NULL
+                    ELSE (i * p.input_per_mtok + o * p.output_per_mtok
+                          + cr * COALESCE(p.cache_read_per_mtok, p.input_per_mtok)
+                          + cw * COALESCE(p.cache_write_per_mtok, p.input_per_mtok)
+                         ) / 1e6 END,
+               CASE WHEN e.cost_usd IS NOT NULL THEN 'host'
+                    WHEN i IS NOT NULL AND p.input_per_mtok IS NOT NULL THEN 'table' END,
+               CASE WHEN e.cost_usd IS NULL AND i IS NOT NULL
+                     AND p.input_per_mtok IS NOT NULL THEN p.version END,
+               e.cost_usd IS NULL AND i IS NOT NULL AND p.input_per_mtok IS NULL
+        FROM m LEFT JOIN model_prices p ON p.model = e.model""",
+    doc="one row per message: role, model, agent, usage tokens, USD and where the USD came from",
+)
 
-
-Pricer = Callable[[str, Usage], Quote | None]
-
-MESSAGES = Table("messages", (
-    Column("conversation_id", "VARCHAR"),
-    Column("version", "BIGINT"),
-    Column("position", "BIGINT"),
-    Column("at", "TIMESTAMP"),
-    Column("message_id", "VARCHAR"),
-    Column("role", "VARCHAR"),
-    Column("model", "VARCHAR"),
-    Column("agent", "VARCHAR"),
-    Column("response_id", "VARCHAR"),
-    Column("input_tokens", "BIGINT"),
-    Column("output_tokens", "BIGINT"),
-    Column("cache_read_tokens", "BIGINT"),
-    Column("cache_write_tokens", "BIGINT"),
-    Column("content_tokens", "BIGINT"),
-    Column("cost_usd", "DOUBLE"),
-    Column("cost_source", "VARCHAR"),
-    Column("price_version", "VARCHAR"),
-    Column("cost_unknown", "BOOLEAN"),
-), doc="one row per message: role, model, agent, usage tokens, USD and where the USD came from")
-
-
-class UsageView:
-    tables = (MESSAGES,)
-
-    def __init__(self, pricer: Pricer):
-        self.pricer = pricer
-
-    def rows(self, batch: Sequence[Notified]) -> Rows:
-        out: list[tuple[object, ...]] = []
-        for n in batch:
-            e = n.event
-            if not isinstance(e, MessageAppended):
-                continue
-            usage = e.usage
-            cost, source, version, unknown = self.cost(e)
-            out.append((
-                str(n.conversation_id), n.version, n.position, e.at, e.message_id, e.role,
-                e.model, e.agent, e.response_id,
-                usage.input_tokens if usage else None, usage.output_tokens if usage else None,
-                usage.cache_read_tokens if usage else None,
-                usage.cache_write_tokens if usage else None,
-                e.tokens, cost, source, version, unknown))
-        return {MESSAGES.name: out}
-
-    def cost(self, e: MessageAppended) -> tuple[float | None, str | None, str | None, bool]:
-        if e.cost_usd is not None:
-            return float(e.cost_usd), "host", None, False
-        if e.usage is None:
-            return None, None, None, False  # nothing was spent on this message
-        quote = self.pricer(e.model, e.usage) if e.model else None
-        if quote is None:
-            return None, None, None, True
-        return quote.usd, "table", quote.version, False
+_TOKENS = "BIGINT"
+USAGE = View("usage", (MODEL_PRICES, MESSAGES), fields={
+    "message_id": "VARCHAR", "role": "VARCHAR", "model": "VARCHAR", "agent": "VARCHAR",
+    "response_id": "VARCHAR", "tokens": "BIGINT", "cost_usd": "DOUBLE",
+    "usage": {"input_tokens": _TOKENS, "output_tokens": _TOKENS,
+              "cache_read_tokens": _TOKENS, "cache_write_tokens": _TOKENS}})

@@ -19,7 +19,7 @@ from eventsourcing.tests.persistence import TrackingRecorderTestCase
 
 import convlog
 from convlog.duckdb import ViewStore
-from convlog.projections.catalog import CatalogView
+from convlog.projections.catalog import CATALOG
 
 
 class TestDuckDBTracking(TrackingRecorderTestCase):
@@ -32,7 +32,7 @@ class TestDuckDBTracking(TrackingRecorderTestCase):
         self.addCleanup(self._dir.cleanup)
 
     def create_recorder(self) -> TrackingRecorder:
-        return ViewStore(Path(self._dir.name) / "views.duckdb", [CatalogView()])
+        return ViewStore(Path(self._dir.name) / "views.duckdb", [CATALOG])
 
 
 def fill(url: str, conversations: int, turns: int) -> None:
