@@ -37,6 +37,7 @@ from convlog.log import AppendResult, ConversationHandle, ConversationLog, Sessi
 from convlog.prices import ModelPrice
 from convlog.projections.context import Budget
 from convlog.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
+from convlog.telemetry import TelemetryRow
 
 try:
     __version__ = version("convlog")
@@ -86,6 +87,7 @@ __all__ = [
     "SessionInfo",
     "StorageError",
     "SystemMessageRejected",
+    "TelemetryRow",
     "TextPart",
     "ThinkingPart",
     "Tier",

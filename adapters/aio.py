@@ -22,6 +22,7 @@ from convlog.projections.context import Budget
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.resume import ResumeOutcome, ResumeRun, Tier, resume_async
+from convlog.telemetry import TelemetryRow
 
 
 class AsyncConversationLog:
@@ -99,6 +100,13 @@ class AsyncConversationLog:
 
     async def costs(self, **kwargs: Any) -> list[CostRow]:
         return await asyncio.to_thread(self.sync.costs, **kwargs)
+
+    async def telemetry(self, **kwargs: Any) -> list[TelemetryRow]:
+        return await asyncio.to_thread(self.sync.telemetry, **kwargs)
+
+    async def sql(self, query: str, params: Sequence[object] = ()
+                  ) -> tuple[list[str], list[Any]]:
+        return await asyncio.to_thread(self.sync.sql, query, params)
 
     async def can_resume(self, key: str) -> bool:
         return await asyncio.to_thread(self.sync.can_resume, key)

@@ -8,8 +8,9 @@ counts once: the `message_costs` view marks the first record of each response.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
@@ -23,6 +24,8 @@ from convlog.projections.catalog import CATALOG
 from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
+from convlog.telemetry import SQL_VIEWS as TELEMETRY_VIEWS
+from convlog.telemetry import TelemetryRow, telemetry_sql, to_rows
 
 CostGroup = Literal["conversation", "user", "agent", "model", "day"]
 COST_GROUPS: tuple[str, ...] = ("conversation", "user", "agent", "model", "day")
@@ -91,6 +94,10 @@ class CostRow(msgspec.Struct, frozen=True, kw_only=True):
     price_versions: list[str]
 
 
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
 def _utc(value: Any) -> Any:
     return value.replace(tzinfo=UTC) if isinstance(value, datetime) else value
 
@@ -101,7 +108,7 @@ class Analytics:
         self.views = views
         self.prices = prices
         with views.connect() as con:
-            for name, sql in SQL_VIEWS.items():
+            for name, sql in {**SQL_VIEWS, **TELEMETRY_VIEWS}.items():
                 con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
     VIEWS: tuple[View, ...] = (CATALOG, USAGE, TELEMETRY)
@@ -186,6 +193,47 @@ class Analytics:
             ORDER BY s.last_active_at DESC NULLS LAST, s.key
             {'LIMIT ' + str(int(limit)) if limit else ''}"""
         return [msgspec.convert(r, CatalogRow) for r in self._rows(sql, params)]
+
+    def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
+                  ) -> list[TelemetryRow]:
+        sql, params = telemetry_sql(by, since)
+        return to_rows(self._rows(sql, params))
+
+    def sql(self, query: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
+        """Any SQL over the views, after a catch-up. It runs in a transaction that is
+        rolled back: the views are a cache of the log, not a place to store data."""
+        with self.views.connect() as con:
+            self.refresh()
+            con.begin()
+            try:
+                cursor = con.execute(query, list(params))
+                names = [d[0] for d in cursor.description or []]
+                return names, [tuple(_utc(v) for v in row) for row in cursor.fetchall()]
+            except duckdb.Error as exc:
+                raise InvalidInput(str(exc).splitlines()[0], field="sql") from None
+            finally:
+                con.rollback()
+
+    def export_parquet(self, directory: Path) -> list[Path]:
+        """Every table and view to ``DIRECTORY/<name>.parquet``; each file is written
+        under a temporary name and renamed, so a reader never sees half a file."""
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        with self.views.connect() as con:
+            self.refresh()
+            for name in self.view_names():
+                final = directory / f"{name}.parquet"
+                partial = directory / f".{name}.parquet.partial"
+                con.execute(f"COPY (SELECT * FROM \"{name}\") TO '{_sql_path(partial)}' "
+                            "(FORMAT parquet)")
+                partial.replace(final)
+                written.append(final)
+        return written
+
+    def view_names(self) -> list[str]:
+        """Every table and SQL view analysts can query by name."""
+        tables = [t.name for v in self.VIEWS for t in v.tables]
+        return [*tables, *SQL_VIEWS, *TELEMETRY_VIEWS]
 
     def costs(self, *, by: str = "model", since: date | datetime | None = None
               ) -> list[CostRow]:

@@ -8,10 +8,12 @@ one line on stderr and no traceback. Every command takes ``--db URL`` and ``--js
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, NoReturn
 
 import msgspec
@@ -25,6 +27,7 @@ from convlog.projections.context import Budget
 from convlog.projections.formats import FORMATS
 from convlog.render import print_json, print_table, wrap_text
 from convlog.storage import DEFAULT_URL, ENV_VAR
+from convlog.telemetry import TELEMETRY_GROUPS
 
 
 class UsageError(Exception):
@@ -67,6 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", choices=COST_GROUPS, default="model")
     p.add_argument("--since", type=parse_date, metavar="DATE",
                    help="only messages from this day (YYYY-MM-DD, UTC) or time on")
+
+    p = command("telemetry", "resume success per tier, fallback rate and cost, memory lost")
+    p.add_argument("--by", choices=TELEMETRY_GROUPS, default="strategy")
+    p.add_argument("--since", type=parse_date, metavar="DATE")
+    p.add_argument("--chart", metavar="FILE.png",
+                   help="also draw the success rate per strategy over time (needs matplotlib)")
+
+    p = command("sql", "run SQL over the views (tables and views: see the README)")
+    p.add_argument("query")
+    p.add_argument("--csv", action="store_true", help="CSV on stdout")
+
+    p = command("export", "write every view to files for other analytics tools")
+    p.add_argument("--parquet", metavar="DIR", required=True, help="one .parquet per view")
 
     p = command("expire", "archive conversations idle for N days (deletes nothing)")
     p.add_argument("--idle-days", type=positive_float, required=True, metavar="N")
@@ -204,6 +220,56 @@ def cmd_costs(log: ConversationLog, args: argparse.Namespace) -> None:
               "with $CONVLOG_PRICES)")
 
 
+def cmd_telemetry(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.telemetry(by=args.by, since=args.since)
+    if args.chart:
+        from convlog.chart import SERIES_SQL, render
+
+        _, series = log.sql(SERIES_SQL)
+        render(series, Path(args.chart))
+    if args.json:
+        print_json(rows)
+        return
+    print_table(
+        [args.by.upper(), "ATTEMPTS", "OK", "FAILED", "SUCCESS", "P50 MS", "P95 MS",
+         "RESUMES", "FALLBACK", "TOKENS/FALLBACK", "MEMORY LOST"],
+        [[r.group, r.attempts, r.succeeded, r.failed, _pct(r.success_rate),
+          _num(r.p50_latency_ms), _num(r.p95_latency_ms), r.resumes, _pct(r.fallback_rate),
+          _num(r.injected_tokens_per_fallback), r.memory_lost] for r in rows],
+        empty="no resume attempts recorded")
+    if args.chart:
+        print(f"chart written to {args.chart}")
+
+
+def cmd_sql(log: ConversationLog, args: argparse.Namespace) -> None:
+    names, rows = log.sql(args.query)
+    if args.json:
+        print_json([dict(zip(names, row, strict=True)) for row in rows])
+    elif args.csv:
+        writer = csv.writer(sys.stdout)
+        writer.writerow(names)
+        writer.writerows(rows)
+    else:
+        print_table(names or ["(no columns)"], rows, empty="no rows")
+
+
+def cmd_export(log: ConversationLog, args: argparse.Namespace) -> None:
+    files = log.export_parquet(args.parquet)
+    if args.json:
+        print_json({"files": [str(f) for f in files]})
+    else:
+        for f in files:
+            print(f)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
 def cmd_expire(log: ConversationLog, args: argparse.Namespace) -> None:
     rows = log.expire(idle_days=args.idle_days, dry_run=args.dry_run)
     if args.json:
@@ -298,6 +364,9 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "context": cmd_context,
     "costs": cmd_costs,
     "expire": cmd_expire,
+    "telemetry": cmd_telemetry,
+    "sql": cmd_sql,
+    "export": cmd_export,
     "views": cmd_views,
     "archive": _state_change("archive"),
     "reactivate": _state_change("reactivate"),

@@ -152,6 +152,7 @@ class ResumeSucceededLine(Line, tag="resume_succeeded", frozen=True):
     strategy: str
     native_session_id: str | None = None
     latency_ms: float | None = None
+    fresh: bool | None = None
 
 
 class ResumeFailedLine(Line, tag="resume_failed", frozen=True):
@@ -267,7 +268,7 @@ def to_command(line: AnyLine) -> Command:
     if isinstance(line, ResumeSucceededLine):
         return RecordFact(event=ResumeSucceeded(
             at=_EPOCH, strategy=line.strategy, native_session_id=line.native_session_id,
-            latency_ms=line.latency_ms))
+            latency_ms=line.latency_ms, fresh=line.fresh))
     if isinstance(line, ResumeFailedLine):
         return RecordFact(event=ResumeFailed(
             at=_EPOCH, strategy=line.strategy, reason=line.reason, error=line.error,

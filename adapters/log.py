@@ -41,6 +41,7 @@ from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.resume import ResumeOutcome, ResumeRun, Tier, resume
 from convlog.storage import StorageConfig, parse_url
+from convlog.telemetry import TelemetryRow
 from convlog.tokens import warm_up_in_background, with_token_count
 
 
@@ -309,6 +310,21 @@ class ConversationLog:
               ) -> list[CostRow]:
         """Tokens and USD grouped by conversation, user, agent, model or day."""
         return self.analytics.costs(by=by, since=since)
+
+    def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
+                  ) -> list[TelemetryRow]:
+        """Resume-success telemetry grouped by strategy, agent, client, day or reason:
+        success rate per tier, fallback rate, latency p50/p95, injected tokens per
+        fallback, and how many resumes lost the conversation's memory."""
+        return self.analytics.telemetry(by=by, since=since)
+
+    def sql(self, query: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
+        """(column names, rows) of any SQL over the views (see the README for them)."""
+        return self.analytics.sql(query, params)
+
+    def export_parquet(self, directory: str | Path) -> list[Path]:
+        """Every view to Parquet files in `directory`, for any analytics tool."""
+        return self.analytics.export_parquet(Path(directory))
 
     def can_resume(self, key: str) -> bool:
         """True for a conversation that exists and is not archived."""

@@ -180,7 +180,7 @@ class ResumeRun:
             None if tier.is_fresh else self.bound)
         commands: list[Command] = [RecordFact(event=ResumeSucceeded(
             at=_NOW, strategy=tier.strategy, native_session_id=native,
-            latency_ms=round(latency_ms, 3)))]
+            latency_ms=round(latency_ms, 3), fresh=tier.is_fresh))]
         if native is not None and native != self.bound:
             commands.append(BindNativeSession(native_session_id=native))
         self._record(*commands)

@@ -107,6 +107,9 @@ class ResumeSucceeded(Event, tag="resume_succeeded", frozen=True):
     strategy: str
     native_session_id: str | None = None
     latency_ms: float | None = None
+    fresh: bool | None = None
+    """True when the tier started an EMPTY agent session (history had to be injected);
+    None when the host did not say (analytics then infer it from the strategy name)."""
 
 
 class ResumeFailed(Event, tag="resume_failed", frozen=True):

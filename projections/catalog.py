@@ -1,5 +1,8 @@
 """The session catalog: one row per conversation, kept current batch by batch.
 
+`client` is the host application (``metadata.client`` of session_started, e.g. an ACP
+client's name), else the channel.
+
 Costs and usage are not summed here: usage repeated across records of one response
 must count once, which only the whole message table can tell, so the catalog's cost
 columns are computed from the `messages` table when it is queried.
@@ -21,6 +24,7 @@ SESSIONS = Table(
         Column("channel", "VARCHAR", "first"),
         Column("title", "VARCHAR", "first"),
         Column("workspace", "VARCHAR", "first"),
+        Column("client", "VARCHAR", "first"),
         Column("status", "VARCHAR", "last"),
         Column("created_at", "TIMESTAMP", "first"),
         Column("last_active_at", "TIMESTAMP", "max"),
@@ -35,6 +39,7 @@ SESSIONS = Table(
         SELECT conversation_id,
                max(e.key) {_STARTED}, max(e.user) {_STARTED}, max(e.agent) {_STARTED},
                max(e.channel) {_STARTED}, max(e.title) {_STARTED}, max(e.workspace) {_STARTED},
+               max(COALESCE(e.metadata.client, e.channel)) {_STARTED},
                arg_max(CASE topic WHEN 'session_archived' THEN 'archived' ELSE 'active' END,
                        version) FILTER (WHERE topic IN
                        ('session_started', 'session_archived', 'session_reactivated')),
@@ -54,4 +59,4 @@ SESSIONS = Table(
 CATALOG = View("catalog", (SESSIONS,), fields={
     "key": "VARCHAR", "user": "VARCHAR", "agent": "VARCHAR", "channel": "VARCHAR",
     "title": "VARCHAR", "workspace": "VARCHAR", "tokens": "BIGINT",
-    "native_session_id": "VARCHAR"})
+    "native_session_id": "VARCHAR", "metadata": {"client": "VARCHAR"}})

@@ -52,7 +52,7 @@ def samples() -> list[Event]:
         NativeSessionBound(at=AT, native_session_id="sess-9", agent="copilot"),
         ResumeAttempted(at=AT, strategy="session/load", native_session_id="sess-9"),
         ResumeSucceeded(at=AT, strategy="session/new", native_session_id="sess-10",
-                        latency_ms=12.5),
+                        latency_ms=12.5, fresh=True),
         ResumeFailed(at=AT, strategy="session/load", reason="not_found",
                      native_session_id="sess-9", error="no such session", latency_ms=3.25),
         HistoryInjected(at=AT, from_version=1, to_version=9, message_count=4, tokens=321,
