@@ -303,12 +303,14 @@ def merge_clause(table: Table) -> str:
     return f"ON CONFLICT ({key}) DO UPDATE SET {sets}"
 
 
-def default_path(event_store_path: Path | None) -> Path | None:
-    """Next to the event store (``convlog.db`` -> ``convlog.duckdb``), or
-    ``$CONVLOG_VIEWS``; None (in memory) for an in-memory log."""
+def default_path(event_store_path: Path | None, backend: str = "sqlite") -> Path | None:
+    """``$CONVLOG_VIEWS``, else next to a SQLite event store (``convlog.db`` ->
+    ``convlog.duckdb``), ``./convlog.duckdb`` for PostgreSQL, in memory for memory://."""
     override = os.environ.get("CONVLOG_VIEWS")
     if override:
         return Path(override)
+    if backend == "postgresql":
+        return Path("convlog.duckdb")
     if event_store_path is None:
         return None
     return event_store_path.with_suffix(".duckdb")

@@ -92,6 +92,7 @@ class ConversationLog:
         self._analytics: Analytics | None = None
         if not create:
             self.config.check_exists()
+        self.config.check_reachable()
         try:
             self._store = ConversationStore(env=self.config.env())
         except (OSError, ValueError) as exc:
@@ -293,7 +294,9 @@ class ConversationLog:
     def analytics(self) -> Analytics:
         """The DuckDB read models (opened on first use, next to the event store)."""
         if self._analytics is None:
-            path = self._views_path or default_path(self.config.path)
+            option = self.config.options.get("views")
+            path = self._views_path or (Path(option) if option else None) or default_path(
+                self.config.path, self.config.backend)
             store = ViewStore(path, Analytics.VIEWS)
             self._analytics = Analytics(self._store, store, PriceTable(self._prices))
         return self._analytics

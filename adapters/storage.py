@@ -6,10 +6,14 @@ Accepted forms::
     sqlite:////absolute/path.db       (four slashes: absolute)
     ./convlog.db, /var/lib/x.db       (a bare path means SQLite)
     memory://                         (this process only; for tests)
-    postgresql://user@host:port/db    (parsed; the backend is not available yet)
+    postgresql://user[:password]@host[:port]/db[?options]
 
 SQLite query options: ``synchronous=normal|full`` (see convlog.sqlite) and
 ``timeout=SECONDS`` (how long a writer waits for another process's lock, default 5).
+PostgreSQL query options: ``pool_size`` (default 5), ``max_overflow`` (10),
+``connect_timeout`` (seconds, 30), ``lock_timeout`` (seconds a writer waits for the
+table lock, 0 = no limit), ``schema`` (default: the user's search path), and
+``views`` (the DuckDB file of read models, default ``./convlog.duckdb``).
 The default URL is ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``.
 """
 
@@ -18,13 +22,28 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from convlog.errors import StorageError, UnsupportedURL
 
 DEFAULT_URL = "sqlite:///./convlog.db"
 ENV_VAR = "CONVLOG_URL"
 SQLITE_OPTIONS = {"synchronous": ("off", "normal", "full", "extra"), "timeout": None}
+POSTGRES_OPTIONS = {
+    "pool_size": "POSTGRES_POOL_SIZE",
+    "max_overflow": "POSTGRES_MAX_OVERFLOW",
+    "connect_timeout": "POSTGRES_CONNECT_TIMEOUT",
+    "lock_timeout": "POSTGRES_LOCK_TIMEOUT",
+    "schema": "POSTGRES_SCHEMA",
+}
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for error messages."""
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@", 1)
+    return url
 
 
 @dataclass(frozen=True)
@@ -49,10 +68,44 @@ class StorageConfig:
             if "timeout" in self.options:
                 env["SQLITE_LOCK_TIMEOUT"] = self.options["timeout"]
             return env
-        raise UnsupportedURL(
-            f"{self.url!r}: the PostgreSQL backend is not available in this version; "
-            "use sqlite:///PATH or memory://"
-        )
+        return self._postgres_env()
+
+    def _postgres_env(self) -> dict[str, str]:
+        parts = urlsplit(self.url)
+        if not parts.hostname or not parts.path.strip("/"):
+            raise UnsupportedURL(
+                f"{_redact(self.url)!r}: expected postgresql://user@host[:port]/database")
+        env = {
+            "PERSISTENCE_MODULE": "convlog.postgres:Factory",
+            "POSTGRES_DBNAME": unquote(parts.path.strip("/")),
+            "POSTGRES_HOST": parts.hostname,
+            "POSTGRES_PORT": str(parts.port or 5432),
+            "POSTGRES_USER": unquote(parts.username or os.environ.get("USER", "postgres")),
+            "POSTGRES_PASSWORD": unquote(parts.password or ""),
+        }
+        for key, name in POSTGRES_OPTIONS.items():
+            if key in self.options:
+                env[name] = self.options[key]
+        return env
+
+    def check_reachable(self) -> None:
+        """PostgreSQL: one direct connection first, so a wrong host, role or database
+        fails at once with the server's own words instead of after the pool's wait."""
+        if self.backend != "postgresql":
+            return
+        import psycopg
+
+        env = self._postgres_env()
+        try:
+            psycopg.connect(
+                host=env["POSTGRES_HOST"], port=int(env["POSTGRES_PORT"]),
+                dbname=env["POSTGRES_DBNAME"], user=env["POSTGRES_USER"],
+                password=env["POSTGRES_PASSWORD"] or None,
+                connect_timeout=int(self.options.get("connect_timeout", "10"))).close()
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split())
+            raise StorageError(f"cannot connect to PostgreSQL at {_redact(self.url)!r}: "
+                               f"{reason}") from None
 
     def check_exists(self) -> None:
         """For read-only commands: a missing SQLite file is an error, not a new database."""
@@ -84,7 +137,16 @@ def parse_url(url: str | None = None) -> StorageConfig:
             raise UnsupportedURL(f"{url!r}: no database path after sqlite:///")
         return _sqlite(url, Path(raw_path), parts.query)
     if scheme in ("postgresql", "postgres"):
-        return StorageConfig(url=url, backend="postgresql", options=dict(parse_qsl(parts.query)))
+        options = dict(parse_qsl(parts.query))
+        for key, value in options.items():
+            if key not in POSTGRES_OPTIONS and key != "views":
+                raise UnsupportedURL(f"{_redact(url)!r}: unknown PostgreSQL option {key!r}; "
+                                     f"known: {', '.join([*POSTGRES_OPTIONS, 'views'])}")
+            if key in ("pool_size", "max_overflow", "connect_timeout", "lock_timeout") and not (
+                    value.isascii() and value.isdigit()):
+                raise UnsupportedURL(f"{_redact(url)!r}: {key} must be a whole number, "
+                                     f"not {value!r}")
+        return StorageConfig(url=url, backend="postgresql", options=options)
     raise UnsupportedURL(
         f"{url!r}: unknown storage scheme {scheme!r}; use sqlite:///PATH, a file path, "
         "or memory://")

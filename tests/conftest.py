@@ -1,13 +1,20 @@
-"""Shared fixtures. Tests use real storage: in-memory POPO and SQLite files."""
+"""Shared fixtures. Tests use real storage: in-memory POPO, SQLite files, and this
+machine's real PostgreSQL (never mocked; .ci/run starts it when it is down)."""
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 import convlog
+
+PG_HOST = os.environ.get("CONVLOG_TEST_PG", "host=127.0.0.1 port=5432 dbname=test user=postgres")
+BACKENDS = ["memory", "sqlite", "postgres"]
 
 
 @pytest.fixture
@@ -15,9 +22,31 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'convlog.db'}"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL on a fresh schema of the `test` database, dropped afterwards."""
+    schema = f"convlog_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_HOST, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield f"postgresql://postgres@127.0.0.1:5432/test?schema={schema}"
+    finally:
+        with psycopg.connect(PG_HOST, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def open_backend(backend: str, tmp_path: Path, request: pytest.FixtureRequest
+                 ) -> convlog.ConversationLog:
+    if backend == "memory":
+        return convlog.open("memory://")
+    if backend == "sqlite":
+        return convlog.open(f"sqlite:///{tmp_path / 'c.db'}")
+    url = request.getfixturevalue("pg_url")
+    return convlog.open(url, views=str(tmp_path / "views.duckdb"))
+
+
+@pytest.fixture(params=BACKENDS)
 def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[convlog.ConversationLog]:
-    """A fresh log on each backend that ships today."""
-    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'c.db'}"
-    with convlog.open(url) as opened:
+    """The storage contract: every test using this fixture runs on every backend."""
+    with open_backend(request.param, tmp_path, request) as opened:
         yield opened

@@ -100,7 +100,8 @@ def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) -> Non
         ("sqlite:///x.db?timeout=soon", "whole seconds"),
         ("sqlite:///no/such/dir/x.db", "does not exist"),
         ("", "empty"),
-        ("postgresql://u@localhost/db", "not available"),
+        ("postgresql://u@localhost/db?colour=blue", "unknown PostgreSQL option"),
+        ("postgresql://u@localhost/db?pool_size=many", "whole number"),
     ],
 )
 def test_bad_urls_say_what_is_wrong(url: str, match: str) -> None:

@@ -1,0 +1,83 @@
+"""PostgreSQL storage: eventsourcing's PostgreSQL persistence plus the message-id index.
+
+Selected with ``PERSISTENCE_MODULE=convlog.postgres:Factory`` (done by
+`convlog.storage` for ``postgresql://`` URLs). Same shape as convlog.sqlite: a
+``convlog_message_ids`` table written in the SAME transaction as the events (through
+eventsourcing's `_insert_events` hook, inside its pipelined transaction), so a
+retried turn is a no-op however many hosts write; and `select_raw` for the views.
+
+Writers: eventsourcing locks the events table per insert (EXCLUSIVE mode) so that
+notification ids become visible in order; a views catch-up reading ``> position``
+therefore never skips a late commit. Connection errors are retried by eventsourcing
+(10 attempts, 0.2 s apart); a commit whose acknowledgement was lost is retried as a
+conflict, and convlog then finds the turn's message ids already recorded: the turn
+is not written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import ApplicationRecorder, StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
+from psycopg.sql import SQL, Identifier
+
+
+class PostgresConvlogRecorder(PostgresApplicationRecorder):
+    index_table = "convlog_message_ids"
+
+    def __init__(self, datastore: Any, *, events_table_name: str = "stored_events"):
+        super().__init__(datastore, events_table_name=events_table_name)
+        schema = Identifier(self.datastore.schema)
+        index = Identifier(self.index_table)
+        self.sql_create_statements.append(SQL(
+            "CREATE TABLE IF NOT EXISTS {schema}.{index} (conversation_id uuid NOT NULL, "
+            "message_id text NOT NULL, PRIMARY KEY (conversation_id, message_id))"
+        ).format(schema=schema, index=index))
+        self._insert_ids = SQL("INSERT INTO {schema}.{index} VALUES (%s, %s)").format(
+            schema=schema, index=index)
+        self._select_ids = SQL(
+            "SELECT message_id FROM {schema}.{index} WHERE conversation_id = %s "
+            "AND message_id = ANY(%s)").format(schema=schema, index=index)
+        self._select_raw = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state "
+            "FROM {schema}.{table} WHERE notification_id > %s "
+            "ORDER BY notification_id LIMIT %s").format(
+                schema=schema, table=Identifier(self.events_table_name))
+
+    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent],
+                       **kwargs: Any) -> None:
+        message_ids: tuple[UUID, Sequence[str]] | None = kwargs.get("message_ids")
+        if message_ids:
+            conversation, new_ids = message_ids
+            curs.executemany(self._insert_ids, [(conversation, m) for m in new_ids])
+
+    def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(self._select_ids, (conversation, list(message_ids)))
+            return {row["message_id"] for row in curs.fetchall()}
+
+    def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]:
+        """See convlog.sqlite.SQLiteConvlogRecorder.select_raw."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(self._select_raw, (after, limit))
+            return [(row["notification_id"], _hex(row["originator_id"]),
+                     row["originator_version"], row["topic"],
+                     bytes(row["state"]).decode("utf-8", "replace"))
+                    for row in curs.fetchall()]
+
+
+def _hex(value: UUID | str) -> str:
+    return value.hex if isinstance(value, UUID) else UUID(str(value)).hex
+
+
+class Factory(PostgresFactory):
+    application_recorder_class = PostgresConvlogRecorder
+
+    def application_recorder(self) -> ApplicationRecorder:
+        recorder = PostgresConvlogRecorder(self.datastore)
+        if self.env_create_table():
+            recorder.create_table()
+        return recorder
