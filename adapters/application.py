@@ -12,13 +12,14 @@ and a snapshot every `SNAPSHOT_INTERVAL` events bounds a cold start's replay.
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 import msgspec
@@ -31,6 +32,7 @@ from convlog.errors import ConcurrencyError, StorageError
 from convlog.mapper import Envelope, MsgspecMapper
 
 SNAPSHOT_INTERVAL = 500
+F = TypeVar("F", bound=Callable[..., Any])
 MAX_ATTEMPTS = 25
 
 
@@ -64,6 +66,26 @@ def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conver
     return state
 
 
+def storage_errors(method: F) -> F:
+    """Storage failures (a database restarting, a full disk, a lock held too long) leave
+    the store as typed StorageErrors, never as a driver's own exception types."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except IntegrityError:
+            raise
+        except PersistenceError as exc:
+            raise StorageError(_explain(exc)) from None
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool", "sqlite3"):
+                raise StorageError(_explain(exc)) from None
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
 class ConversationStore(Application[UUID]):
     """Conversations on eventsourcing's infrastructure, with an optimistic write path.
 
@@ -88,10 +110,20 @@ class ConversationStore(Application[UUID]):
         return MsgspecMapper()
 
     def close(self) -> None:
-        close_writer = getattr(self.recorder, "close_writer", None)
-        if close_writer is not None:
-            close_writer()
+        for name in ("close_writer", "close_listener"):
+            closer = getattr(self.recorder, name, None)
+            if closer is not None:
+                closer()
         super().close()
+
+    def wait_for_changes(self, timeout: float) -> None:
+        """Return when new events may exist: at once on a PostgreSQL NOTIFY, else
+        after `timeout` (SQLite and memory have no notifications: they are polled)."""
+        wait = getattr(self.recorder, "wait_for_changes", None)
+        if wait is not None:
+            wait(timeout)
+        else:
+            time.sleep(timeout)
 
     @property
     def index(self) -> IndexedRecorder:
@@ -116,6 +148,7 @@ class ConversationStore(Application[UUID]):
             while len(self._cache) > self.CACHE_SIZE:
                 self._cache.popitem(last=False)
 
+    @storage_errors
     def load(self, conversation: UUID, key: str, *, fresh: bool = True) -> Conversation:
         """The state of a conversation (an unstarted one when nothing is recorded).
 
@@ -137,6 +170,7 @@ class ConversationStore(Application[UUID]):
         self._remember(conversation, state)
         return state
 
+    @storage_errors
     def recorded(
         self,
         conversation: UUID,
@@ -151,6 +185,7 @@ class ConversationStore(Application[UUID]):
 
     # ------------------------------------------------------------------ writing
 
+    @storage_errors
     def execute(
         self,
         conversation: UUID,
@@ -218,8 +253,10 @@ class ConversationStore(Application[UUID]):
 
 
 def _explain(exc: Exception) -> str:
-    text = str(exc)
+    text = " ".join(str(exc).split()) or type(exc).__name__
     if "locked" in text or "busy" in text:
         return ("the database is locked by another process and stayed locked past the "
                 f"timeout (set ?timeout=SECONDS in the URL to wait longer): {text}")
-    return f"could not write to the event store: {text}"
+    if "full" in text.lower():
+        return f"the event store is full (disk space or database size limit): {text}"
+    return f"the event store failed: {text}"

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,8 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-days", type=positive_float, required=True, metavar="N")
     p.add_argument("--dry-run", action="store_true", help="only list what would be archived")
 
-    p = command("views", "the DuckDB read models: catch up, or rebuild from the log")
-    p.add_argument("action", choices=("refresh", "rebuild"))
+    p = command("views", "the DuckDB read models: catch up, rebuild, or follow the log")
+    p.add_argument("action", nargs="?", choices=("refresh", "rebuild"), default="refresh")
+    p.add_argument("--follow", action="store_true",
+                   help="then keep them current until SIGINT/SIGTERM (PostgreSQL: "
+                        "LISTEN/NOTIFY; SQLite: polling)")
+    p.add_argument("--interval", type=positive_float, default=0.5, metavar="SECONDS",
+                   help="SQLite polling interval with --follow (default 0.5)")
 
     p = command("show", "the messages of a conversation as the user saw them")
     p.add_argument("key")
@@ -285,10 +292,29 @@ def cmd_expire(log: ConversationLog, args: argparse.Namespace) -> None:
 
 def cmd_views(log: ConversationLog, args: argparse.Namespace) -> None:
     count = (log.rebuild_views() if args.action == "rebuild" else log.refresh_views())
+    if not args.follow:
+        if args.json:
+            print_json({"action": args.action, "events": count})
+        else:
+            print(f"views {args.action}: {count:,} event(s) applied")
+        return
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    if not args.json:
+        print(f"following {log.config.url}: {count:,} event(s) applied; "
+              "stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
+
+    def report(applied: int) -> None:
+        if not args.json:
+            print(f"applied {applied:,} event(s)", file=sys.stderr, flush=True)
+
+    count += log.follow_views(stop, interval=args.interval, on_batch=report)
     if args.json:
-        print_json({"action": args.action, "events": count})
+        print_json({"action": "follow", "events": count})
     else:
-        print(f"views {args.action}: {count:,} event(s) applied")
+        print(f"stopped after {count:,} event(s); the next run resumes from here",
+              file=sys.stderr)
 
 
 def _usd(value: float | None, incomplete: bool) -> str:

@@ -8,7 +8,7 @@ writes from other processes are ordered by the store's optimistic concurrency.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -349,6 +349,23 @@ class ConversationLog:
     def refresh_views(self, *, progress: bool | None = None) -> int:
         """Catch the views up with the log; returns how many events were applied."""
         return self.analytics.refresh(progress=progress)
+
+    def follow_views(self, stop: threading.Event, *, interval: float = 0.5,
+                     on_batch: Callable[[int], None] | None = None) -> int:
+        """Keep the views current until `stop` is set: catch up, then wait for new
+        events (PostgreSQL LISTEN/NOTIFY; SQLite polls every `interval` seconds).
+        Every batch is atomic, so stopping anywhere resumes exactly where it was."""
+        if not interval > 0:
+            raise InvalidInput("must be a positive number of seconds", field="interval")
+        total = 0
+        while not stop.is_set():
+            applied = self.refresh_views(progress=False)
+            total += applied
+            if applied and on_batch is not None:
+                on_batch(applied)
+            if not stop.is_set():
+                self._store.wait_for_changes(interval)
+        return total
 
     def rebuild_views(self, *, progress: bool | None = None) -> int:
         """Drop every view and rebuild it from the whole log."""

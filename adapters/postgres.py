@@ -20,16 +20,44 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from eventsourcing.persistence import ApplicationRecorder, StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
+from eventsourcing.postgres import (
+    PostgresAggregateRecorder,
+    PostgresApplicationRecorder,
+    PostgresFactory,
+)
 from psycopg.sql import SQL, Identifier
+
+_DDL_LOCK = 0x636F6E766C6F67  # "convlog": one advisory lock key for schema creation
+
+
+def _create_serialized(recorder: Any, create: Any) -> None:
+    """Hosts start together: concurrent CREATE TABLE/TYPE/FUNCTION IF NOT EXISTS in
+    PostgreSQL can fail ("tuple concurrently updated"), so creation takes a
+    database-wide advisory lock first."""
+    with recorder.datastore.get_connection() as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_DDL_LOCK,))
+        try:
+            create()
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_DDL_LOCK,))
+
+
+class PostgresSnapshotRecorder(PostgresAggregateRecorder):
+    def create_table(self) -> None:
+        _create_serialized(self, super().create_table)
 
 
 class PostgresConvlogRecorder(PostgresApplicationRecorder):
     index_table = "convlog_message_ids"
 
+    def create_table(self) -> None:
+        _create_serialized(self, super().create_table)
+
     def __init__(self, datastore: Any, *, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name=events_table_name)
+        self._listener: psycopg.Connection[Any] | None = None
         schema = Identifier(self.datastore.schema)
         index = Identifier(self.index_table)
         self.sql_create_statements.append(SQL(
@@ -69,12 +97,30 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder):
                     for row in curs.fetchall()]
 
 
+    def wait_for_changes(self, timeout: float) -> None:
+        """Block until a writer commits (LISTEN on the channel eventsourcing NOTIFYs on
+        every insert) or `timeout` passes. The listening connection is kept."""
+        if self._listener is None or self._listener.closed:
+            pool = self.datastore.pool
+            kwargs = {k: v for k, v in (pool.kwargs or {}).items() if k != "autocommit"}
+            self._listener = psycopg.connect(pool.conninfo, autocommit=True, **kwargs)
+            self._listener.execute(SQL("LISTEN {0}").format(Identifier(self.channel_name)))
+        for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+            break
+
+    def close_listener(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+
 def _hex(value: UUID | str) -> str:
     return value.hex if isinstance(value, UUID) else UUID(str(value)).hex
 
 
 class Factory(PostgresFactory):
     application_recorder_class = PostgresConvlogRecorder
+    aggregate_recorder_class = PostgresSnapshotRecorder
 
     def application_recorder(self) -> ApplicationRecorder:
         recorder = PostgresConvlogRecorder(self.datastore)
