@@ -46,11 +46,17 @@ lint: $(STAMP)  ## ruff + mypy (strict)
 	@ln -s "$(CURDIR)/projections" $(TYPECHECK)/convlog/projections
 	MYPYPATH=$(TYPECHECK):$(CURDIR) $(BIN)/python -m mypy -p convlog -p tests -p bench
 
-bench: $(STAMP)  ## benchmarks: ratios against raw sqlite3, printed and saved in bench/results
+bench: $(STAMP)  ## benchmarks (full): printed, and saved in bench/results
 	$(BIN)/python -m bench.core
+	$(BIN)/python -m bench.context
+	$(BIN)/python -m bench.views
+	$(BIN)/python -m bench.writers
 
-bench-quick: $(STAMP)
+bench-quick: $(STAMP)  ## the same, scaled down for development
 	$(BIN)/python -m bench.core --quick
+	$(BIN)/python -m bench.context --quick
+	$(BIN)/python -m bench.views --quick
+	$(BIN)/python -m bench.writers --quick
 
 wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a smoke test
 	rm -rf build dist .wheel-venv
