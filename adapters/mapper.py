@@ -5,11 +5,13 @@ events; ours stores each event under its stable name (plus ``@N`` for class vers
 N > 1), encodes msgspec Structs directly, and decodes with a typed decoder built once
 per event type, so datetimes, UUIDs and Decimals round-trip exactly.
 
-Codec: JSON. Measured on this machine (`make bench`, "codec" rows) msgpack is about
-1.3x faster to encode and decode a typical message event and ~15% smaller, but both
-cost a few microseconds, far below one SQLite transaction (~100+ us), while JSON
-keeps the stored state readable with `sqlite3`/`psql` and queryable with SQL JSON
-functions when debugging a production database. Readability wins.
+Codec: JSON, chosen by measurement (`make bench`, "codec" rows of bench.core, run on
+2026-11-21): msgpack encodes a typical message event 1.0-1.3x faster, decodes it
+1.1-1.2x faster and is 10-15% smaller, but either costs about a microsecond, and
+the whole mapper 2-3 us, against ~100 us for one append (p50). JSON keeps the
+stored state readable with `sqlite3`/`psql` when debugging a production database,
+and lets the DuckDB views parse it in SQL (convlog.projections.views). Readability
+and SQL access win over a few percent of an append.
 """
 
 from __future__ import annotations
