@@ -5,8 +5,9 @@ Selected with ``PERSISTENCE_MODULE=convlog.sqlite`` (done by `convlog.storage` f
 
 * every connection sets ``PRAGMA synchronous`` (default NORMAL: in WAL mode a commit
   survives a killed process, and can only be lost to a power cut or an OS crash;
-  ``?synchronous=full`` makes every commit survive those too, at ~1/8 of the
-  single-append rate on this machine, see `make bench`), and
+  ``?synchronous=full`` makes every commit survive those too, at a quarter to a
+  third of the single-append rate on this machine: one fsync per commit; see
+  `make bench`), and
 * one dedicated connection for writes (see `insert_events`), and
 * a ``convlog_message_ids`` table, written in the SAME transaction as the events,
   whose primary key makes a message id unique per conversation. Retried turns are
