@@ -11,6 +11,7 @@ message 100,000. Message history is read from the log's tail, never from here.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -54,6 +55,14 @@ def check_key(key: object) -> str:
 
 def conversation_id(key: str) -> uuid.UUID:
     """The deterministic stream id of a conversation key (the same in every process)."""
+    if not isinstance(key, str):
+        check_key(key)  # raises the typed error
+    return _conversation_id(key)
+
+
+@functools.lru_cache(maxsize=8192)
+def _conversation_id(key: str) -> uuid.UUID:
+    # Cached: hosts address the same few conversations over and over.
     return uuid.uuid5(KEY_NAMESPACE, check_key(key))
 
 
