@@ -103,8 +103,8 @@ class MsgspecMapper(Mapper[UUID]):
         if current is not None:  # the common case: a current version, one typed decode
             try:
                 return current.decode(stored.state)
-            except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError):
-                pass  # fall through to the full path, which names the problem
+            except Exception:  # noqa: S110 - the full path below names the problem
+                pass
         try:
             if stored.topic == SNAPSHOT_TOPIC:
                 return self._decoders[Conversation].decode(stored.state)
@@ -115,6 +115,8 @@ class MsgspecMapper(Mapper[UUID]):
             if version > cls.class_version:
                 msg = f"written by a newer convlog (version {version} > {cls.class_version})"
                 raise ValueError(msg)
+            if version < 1:
+                raise ValueError(f"no class version {version} exists")
             state = self._untyped.decode(stored.state)
             if not isinstance(state, dict):
                 raise ValueError("stored state is not an object")
@@ -124,6 +126,7 @@ class MsgspecMapper(Mapper[UUID]):
         except KeyError:
             raise CorruptEvent(stored.originator_id, stored.originator_version, stored.topic,
                                "unknown event type") from None
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as exc:
+        except Exception as exc:  # stored bytes are untrusted: any failure is corruption
+            detail = str(exc) or type(exc).__name__
             raise CorruptEvent(stored.originator_id, stored.originator_version, stored.topic,
-                               str(exc)) from None
+                               detail[:300]) from None
