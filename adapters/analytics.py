@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import duckdb
 import msgspec
@@ -34,10 +34,7 @@ COST_GROUPS: tuple[str, ...] = ("conversation", "user", "agent", "model", "day")
 SQL_VIEWS = {
     "message_costs": """
         SELECT m.*, s.key, s.user, COALESCE(m.agent, s.agent) AS agent_name,
-               CAST(m.at AS DATE) AS day,
-               (m.response_id IS NULL OR row_number() OVER (
-                   PARTITION BY m.conversation_id, m.response_id ORDER BY m.version) = 1
-               ) AS counted
+               CAST(m.at AS DATE) AS day
         FROM messages m JOIN sessions s USING (conversation_id)""",
 }
 
@@ -107,11 +104,9 @@ class Analytics:
         self.store = store
         self.views = views
         self.prices = prices
-        with views.connect() as con:
-            for name, sql in {**SQL_VIEWS, **TELEMETRY_VIEWS}.items():
-                con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
-    VIEWS: tuple[View, ...] = (CATALOG, USAGE, TELEMETRY)
+    VIEWS: ClassVar[tuple[View, ...]] = (CATALOG, USAGE, TELEMETRY)
+    SQL_VIEWS: ClassVar[dict[str, str]] = {**SQL_VIEWS, **TELEMETRY_VIEWS}
 
     def refresh(self, *, progress: bool | None = None) -> int:
         return self.views.catch_up(self.store.index, before_batch=self._prices_hook(),
@@ -123,8 +118,13 @@ class Analytics:
         state = {"fresh": True}
 
         def fill(con: duckdb.DuckDBPyConnection) -> None:
-            if state.pop("fresh", False):
-                con.execute("DELETE FROM model_prices")
+            if state.pop("fresh", False):  # prices from another table/overrides: re-resolve
+                seen = con.execute("SELECT value FROM convlog_meta WHERE name = 'prices'"
+                                   ).fetchone()
+                if seen is None or seen[0] != self.prices.fingerprint:
+                    con.execute("DELETE FROM model_prices")
+                    con.execute("INSERT OR REPLACE INTO convlog_meta VALUES ('prices', ?)",
+                                [self.prices.fingerprint])
             models = [r[0] for r in con.execute(
                 "SELECT DISTINCT e.model FROM batch WHERE topic = 'message_appended' "
                 "AND e.model IS NOT NULL AND e.model NOT IN (SELECT model FROM model_prices)"
@@ -168,17 +168,10 @@ class Analytics:
             params.append(idle_before.astimezone(UTC).replace(tzinfo=None))
         sql = f"""
             WITH s AS (SELECT * FROM sessions s WHERE {' AND '.join(where)}),
-            m AS (
-                SELECT m.*, COALESCE(m.agent, s.agent) AS agent_name,
-                       (m.response_id IS NULL OR row_number() OVER (
-                           PARTITION BY m.conversation_id, m.response_id ORDER BY m.version
-                       ) = 1) AS counted
-                FROM messages m JOIN s USING (conversation_id)),
-            usage AS (SELECT conversation_id, {_USAGE_SUMS} FROM m GROUP BY conversation_id),
             agents AS (
-                SELECT conversation_id, list(agent_name ORDER BY n DESC, agent_name)[1:5] AS top
-                FROM (SELECT conversation_id, agent_name, count(*) AS n FROM m
-                      WHERE role = 'assistant' AND agent_name IS NOT NULL GROUP BY ALL)
+                SELECT conversation_id, list(agent ORDER BY messages DESC, agent)[1:5] AS top
+                FROM conversation_agents WHERE conversation_id IN (SELECT conversation_id
+                                                                   FROM s)
                 GROUP BY conversation_id)
             SELECT s.key, s."user", s.agent, s.channel, s.title, s.workspace, s.status,
                    s.created_at, s.last_active_at, s.message_count, s.content_tokens,
@@ -186,9 +179,9 @@ class Analytics:
                    COALESCE(u.output_tokens, 0) AS output_tokens,
                    COALESCE(u.cache_read_tokens, 0) AS cache_read_tokens,
                    COALESCE(u.cache_write_tokens, 0) AS cache_write_tokens,
-                   u.cost_usd, COALESCE(u.cost_incomplete, FALSE) AS cost_incomplete,
+                   u.cost_usd, COALESCE(u.cost_unknown, FALSE) AS cost_incomplete,
                    COALESCE(a.top, []) AS top_agents, s.version, s.native_session_id
-            FROM s LEFT JOIN usage u USING (conversation_id)
+            FROM s LEFT JOIN conversation_usage u USING (conversation_id)
                    LEFT JOIN agents a USING (conversation_id)
             ORDER BY s.last_active_at DESC NULLS LAST, s.key
             {'LIMIT ' + str(int(limit)) if limit else ''}"""

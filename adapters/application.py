@@ -247,8 +247,9 @@ class ConversationStore(Application[UUID]):
     def _snapshot(self, conversation: UUID, state: Conversation) -> None:
         if self.snapshots is None:
             return
-        # Another process may have taken the same snapshot: it is identical.
-        with contextlib.suppress(IntegrityError):
+        # The turn is committed: a snapshot is only a speed-up, so no failure here (the
+        # same snapshot taken by another process, a lock, a full disk) may fail it.
+        with contextlib.suppress(PersistenceError):
             self.snapshots.put([Envelope(conversation, state.version, state)])
 
 

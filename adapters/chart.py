@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from convlog.domain.errors import ConvlogError
 
@@ -31,6 +32,7 @@ def render(rows: list[tuple[datetime, str, float, int]], path: Path) -> Path:
         matplotlib.use("Agg")
         import matplotlib.dates as mdates
         import matplotlib.pyplot as plt
+        from matplotlib.axes import Axes
     except ImportError:
         raise ConvlogError("charts need matplotlib: pip install 'convlog[charts]'") from None
     if not rows:
@@ -40,7 +42,9 @@ def render(rows: list[tuple[datetime, str, float, int]], path: Path) -> Path:
         xs, ys = series.setdefault(strategy, ([], []))
         xs.append(bucket)
         ys.append(100.0 * rate)
-    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=100)
+    fig, axes = plt.subplots(figsize=(9, 4.5), dpi=100)
+    ax: Any = axes  # matplotlib's stubs take no datetimes, though it plots them
+    assert isinstance(axes, Axes)
     markers = "osD^vP*X"
     try:
         for i, (strategy, (xs, ys)) in enumerate(sorted(series.items())):
@@ -54,7 +58,7 @@ def render(rows: list[tuple[datetime, str, float, int]], path: Path) -> Path:
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower left", fontsize="small")
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M"))
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M"))  # type: ignore[no-untyped-call]
         fig.autofmt_xdate()
         fig.tight_layout()
         partial = path.with_name(f".{path.name}.{os.getpid()}.partial.png")

@@ -37,6 +37,10 @@ Summarizer = Callable[[str | None, list[ContextMessage]], str]
 AsyncSummarizer = Callable[[str | None, list[ContextMessage]], Awaitable[str]]
 
 
+def _text(rendered: str | list[dict[str, Any]]) -> str:
+    return rendered if isinstance(rendered, str) else msgspec.json.encode(rendered).decode()
+
+
 def is_async_callable(fn: object) -> bool:
     """A coroutine function, or an object whose __call__ is one."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
@@ -79,6 +83,7 @@ class ContextBuilder:
     def __init__(self, store: ConversationStore, model: str | None = None):
         self.store = store
         self.model = model
+        self._overheads: dict[str, tuple[int, int]] = {}
 
     def count(self, text: str) -> int:
         return count_tokens(text, self.model)[0]
@@ -98,11 +103,37 @@ class ContextBuilder:
         found = rows[0].event if rows else None
         return found if isinstance(found, SummaryRecorded) else None
 
-    def window(self, state: Conversation, budget: Budget, exclude: frozenset[str]) -> Window:
+    def overheads(self, fmt: Format) -> tuple[int, int]:
+        """(tokens of the empty wrapper, tokens the format adds around each message),
+        measured once per format, so the window is chosen against what the formatted
+        text will really cost and `finish` rarely has to drop anything."""
+        found = self._overheads.get(fmt)
+        if found is None:
+            moment = datetime(2026, 1, 1, tzinfo=UTC)
+            line = ContextMessage(version=1, at=moment, role="assistant", text="x", tokens=1)
+            asked = msgspec.structs.replace(line, role="user")  # roles alternate, as in
+            one = Window(messages=[asked], summary=None, omitted=0, from_version=1,
+                         to_version=1, tokens=0)  # a conversation
+            two = msgspec.structs.replace(one, messages=[asked, line])
+            noted = msgspec.structs.replace(one, omitted=1)
+
+            def cost(window: Window) -> int:
+                return self.count(_text(render(fmt, "conversation:key", window)))
+
+            per_message = max(1, cost(two) - cost(one) - 1)  # the line minus its text "x"
+            note = max(0, cost(noted) - cost(one))  # "N earlier messages ... not included"
+            wrapper = cost(one) - per_message - 1 + note + 12  # + a summary's own markup
+            found = self._overheads[fmt] = (wrapper, per_message)
+        return found
+
+    def window(self, state: Conversation, budget: Budget, exclude: frozenset[str],
+               fmt: Format = "xml") -> Window:
+        wrapper, per_message = self.overheads(fmt)
         return select(
-            tail(self.store, state, page=min(2 * budget.messages + 16, 1000)), budget,
+            tail(self.store, state, page=min(budget.messages + 16, 256)), budget,
             self.count, epoch_messages=state.message_count - state.epoch_start_message_count,
-            summary=self.latest_summary(state), exclude=exclude, overhead_tokens=80)
+            summary=self.latest_summary(state), exclude=exclude, overhead_tokens=wrapper,
+            per_message_tokens=per_message)
 
     def to_summarize(self, state: Conversation, window: Window, exclude: frozenset[str]
                      ) -> tuple[int, list[ContextMessage]]:
@@ -152,11 +183,16 @@ class ContextBuilder:
                 # Not even the empty wrapper fits: inject nothing rather than overspend.
                 rendered, text, tokens = ([] if fmt == "messages" else ""), "", 0
                 break
-            dropped = window.messages[0]
+            # Drop the oldest messages whose own cost covers the excess, then re-check.
+            excess, cut = tokens - budget.tokens, 0
+            while cut < len(window.messages) and excess > 0:
+                excess -= window.messages[cut].tokens
+                cut += 1
+            kept = window.messages[cut:]
             window = msgspec.structs.replace(
-                window, messages=window.messages[1:], omitted=window.omitted + 1,
-                from_version=window.messages[1].version if len(window.messages) > 1
-                else window.to_version, tokens=window.tokens - dropped.tokens)
+                window, messages=kept, omitted=window.omitted + cut,
+                from_version=kept[0].version if kept else window.to_version,
+                tokens=window.tokens - sum(m.tokens for m in window.messages[:cut]))
         return Context(
             key=state.key, format=fmt, text=text,
             messages=None if isinstance(rendered, str) else rendered, tokens=tokens,
@@ -170,15 +206,16 @@ class ContextBuilder:
                 ) -> tuple[Conversation, Window, Format]:
         form = check_format(fmt)
         state = self.state(key)
-        return state, self.window(state, budget, exclude), form
+        return state, self.window(state, budget, exclude, form), form
 
     def summarized_then_rebuilt(
         self, state: Conversation, window: Window, budget: Budget, exclude: frozenset[str],
         end: int, picked: list[ContextMessage], text: str, summarizer_name: str | None,
+        fmt: Format = "xml",
     ) -> tuple[Conversation, Window]:
         self.record_summary(state, window, end, picked, text, summarizer_name)
         state = self.state(state.key)
-        return state, self.window(state, budget, exclude)
+        return state, self.window(state, budget, exclude, fmt)
 
     def build(self, key: str, budget: Budget, fmt: str, exclude: frozenset[str],
               summarizer: Summarizer | None, summarizer_name: str | None) -> Context:
@@ -194,7 +231,7 @@ class ContextBuilder:
                                        "summarizers need convlog.open_async()",
                                        field="summarizer")
                 state, window = self.summarized_then_rebuilt(
-                    state, window, budget, exclude, end, picked, text, summarizer_name)
+                    state, window, budget, exclude, end, picked, text, summarizer_name, form)
         return self.finish(state, window, budget, form, _summarized(window))
 
     async def build_async(self, key: str, budget: Budget, fmt: str, exclude: frozenset[str],
@@ -213,7 +250,7 @@ class ContextBuilder:
                     text = await text
                 state, window = await asyncio.to_thread(
                     self.summarized_then_rebuilt, state, window, budget, exclude, end, picked,
-                    str(text), summarizer_name)
+                    str(text), summarizer_name, form)
         return await asyncio.to_thread(self.finish, state, window, budget, form,
                                        _summarized(window))
 

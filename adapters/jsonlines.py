@@ -227,6 +227,8 @@ def parse_lines(data: bytes, source: str = "stdin") -> tuple[list[Command], list
             commands.append(to_command(decode_line(raw)))
         except InvalidInput as exc:
             raise exc.located(where) from None
+        except RecursionError:
+            raise InvalidInput("JSON nested too deeply", where=where) from None
         origins.append(where)
     return commands, origins
 
@@ -238,6 +240,8 @@ def decode_line(raw: bytes) -> AnyLine:
         raise _validation_error(str(exc)) from None
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"not a JSON object: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("JSON nested too deeply") from None
 
 
 def _validation_error(text: str) -> InvalidInput:

@@ -232,7 +232,7 @@ class ConversationLog:
         found: list[MessageAppended] = []
         upto: int | None = None
         while len(found) < last:
-            page = self._store.recorded(cid, upto=upto, desc=True, limit=max(2 * last, 64))
+            page = self._store.recorded(cid, upto=upto, desc=True, limit=last + 8)
             if not page:
                 break
             found.extend(r.event for r in page if isinstance(r.event, MessageAppended))
@@ -297,7 +297,7 @@ class ConversationLog:
             option = self.config.options.get("views")
             path = self._views_path or (Path(option) if option else None) or default_path(
                 self.config.path, self.config.backend)
-            store = ViewStore(path, Analytics.VIEWS)
+            store = ViewStore(path, Analytics.VIEWS, sql_views=Analytics.SQL_VIEWS)
             self._analytics = Analytics(self._store, store, PriceTable(self._prices))
         return self._analytics
 
@@ -358,6 +358,7 @@ class ConversationLog:
         if not interval > 0:
             raise InvalidInput("must be a positive number of seconds", field="interval")
         total = 0
+        self.analytics.views.keep_open = 0  # a follower must not sit on the file's lock
         while not stop.is_set():
             applied = self.refresh_views(progress=False)
             total += applied

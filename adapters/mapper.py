@@ -103,7 +103,7 @@ class MsgspecMapper(Mapper[UUID]):
         if current is not None:  # the common case: a current version, one typed decode
             try:
                 return current.decode(stored.state)
-            except Exception:  # noqa: S110 - the full path below names the problem
+            except Exception:
                 pass
         try:
             if stored.topic == SNAPSHOT_TOPIC:

@@ -101,9 +101,9 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder):
         """Block until a writer commits (LISTEN on the channel eventsourcing NOTIFYs on
         every insert) or `timeout` passes. The listening connection is kept."""
         if self._listener is None or self._listener.closed:
-            pool = self.datastore.pool
+            pool: Any = self.datastore.pool
             kwargs = {k: v for k, v in (pool.kwargs or {}).items() if k != "autocommit"}
-            self._listener = psycopg.connect(pool.conninfo, autocommit=True, **kwargs)
+            self._listener = psycopg.connect(str(pool.conninfo), autocommit=True, **kwargs)
             self._listener.execute(SQL("LISTEN {0}").format(Identifier(self.channel_name)))
         for _ in self._listener.notifies(timeout=timeout, stop_after=1):
             break

@@ -15,6 +15,7 @@ version of the table that produced it (``genai-prices 0.2.3`` or ``host``).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from decimal import Decimal
@@ -85,6 +86,9 @@ class PriceTable:
         self.overrides = {**(load_overrides(env_path) if env_path else {}),
                           **(overrides or {})}
         self.version = f"genai-prices {version('genai-prices')}"
+        self.fingerprint = hashlib.sha1(msgspec.json.encode(
+            [self.version, sorted(self.overrides.items())])).hexdigest()[:16]
+        """Changes when the table or the overrides do: the views then re-resolve."""
         self._resolved: dict[str, tuple[ModelPrice, str] | None] = {}
         self._lock = threading.Lock()
 

@@ -83,7 +83,10 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
                     self._write(conn, stored_events, kwargs.get("message_ids"))
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    # SQLite may have rolled back already (a full disk does): a second
+                    # ROLLBACK would fail and hide the real error.
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
                     raise
             except sqlite3.IntegrityError as exc:
                 raise IntegrityError(exc) from exc

@@ -21,63 +21,7 @@ from convlog.domain.errors import InvalidInput
 
 TELEMETRY_GROUPS: tuple[str, ...] = ("strategy", "agent", "client", "day", "reason")
 
-SQL_VIEWS = {
-    "resume_attempts": """
-        WITH x AS (
-            SELECT *, lead(kind) OVER w AS next_kind, lead(strategy) OVER w AS next_strategy
-            FROM resume_events WINDOW w AS (PARTITION BY conversation_id ORDER BY version))
-        SELECT x.conversation_id, s.key, s."user", s.agent, s.client, x.strategy,
-               CASE WHEN x.kind = 'attempted' THEN 'abandoned' ELSE x.kind END AS outcome,
-               x.reason, x.error, x.latency_ms, x.fresh, x.native_session_id, x."at",
-               x.version
-        FROM x LEFT JOIN sessions s USING (conversation_id)
-        WHERE x.kind <> 'attempted'
-           OR NOT COALESCE(next_kind IN ('succeeded', 'failed')
-                           AND next_strategy = x.strategy, FALSE)""",
-    "resumes": """
-        WITH a AS (
-            SELECT *, COALESCE(sum(CASE WHEN outcome = 'succeeded' THEN 1 ELSE 0 END) OVER (
-                       PARTITION BY conversation_id ORDER BY version
-                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS resume_seq
-            FROM resume_attempts),
-        r AS (
-            SELECT conversation_id, resume_seq, any_value(key) AS key,
-                   any_value("user") AS "user", any_value(agent) AS agent,
-                   any_value(client) AS client, min("at") AS started_at,
-                   min(version) AS start_version, max(version) AS end_version,
-                   count(*) AS tries, sum(latency_ms) AS total_latency_ms,
-                   arg_min(strategy, version) AS first_strategy,
-                   arg_min(reason, version) FILTER (WHERE outcome = 'failed')
-                       AS first_failure_reason,
-                   arg_max(strategy, version) FILTER (WHERE outcome = 'succeeded')
-                       AS worked_strategy,
-                   bool_or(outcome = 'succeeded') AS succeeded,
-                   COALESCE(bool_or(fresh) FILTER (WHERE outcome = 'succeeded'), FALSE)
-                       AS fresh
-            FROM a GROUP BY conversation_id, resume_seq),
-        bounded AS (
-            SELECT *, lead(start_version) OVER (PARTITION BY conversation_id
-                                                ORDER BY resume_seq) AS next_start
-            FROM r),
-        injected AS (
-            SELECT b.conversation_id, b.resume_seq, sum(i.tokens) AS tokens,
-                   sum(i.message_count) AS messages
-            FROM bounded b JOIN injections i ON i.conversation_id = b.conversation_id
-             AND i.version > b.end_version
-             AND (b.next_start IS NULL OR i.version < b.next_start)
-            GROUP BY ALL),
-        first_message AS (
-            SELECT conversation_id, min(version) AS version FROM messages GROUP BY ALL)
-        SELECT b.conversation_id, b.resume_seq, b.key, b."user", b.agent, b.client,
-               b.started_at, b.tries, b.total_latency_ms, b.first_strategy,
-               b.first_failure_reason, b.worked_strategy, b.succeeded, b.fresh,
-               j.tokens IS NOT NULL AS injected, j.tokens AS injected_tokens,
-               j.messages AS injected_messages,
-               (b.fresh AND j.tokens IS NULL
-                AND COALESCE(f.version < b.start_version, FALSE)) AS memory_lost
-        FROM bounded b LEFT JOIN injected j USING (conversation_id, resume_seq)
-                       LEFT JOIN first_message f USING (conversation_id)""",
-}
+SQL_VIEWS: dict[str, str] = {}  # resume_attempts and resumes are tables now (see below)
 
 
 class TelemetryRow(msgspec.Struct, frozen=True, kw_only=True):

@@ -96,6 +96,8 @@ def check_unicode(value: object, field: str) -> None:
         return
     except UnicodeEncodeError:
         pass
+    except RecursionError:
+        raise InvalidInput("nested too deeply to store", field=field or None) from None
     except (TypeError, ValueError):
         pass  # not encodable for another reason: walk it and check the strings
     _find_bad_text(value, field)

@@ -119,6 +119,7 @@ def select_window(
     summary: SummaryRecorded | None = None,
     exclude: frozenset[str] = frozenset(),
     overhead_tokens: int = 0,
+    per_message_tokens: int = 4,
 ) -> Window:
     """Choose the newest messages that fit `budget`, reading `tail` (newest first)
     only as far as needed. `epoch_messages` is how many messages the current epoch
@@ -149,7 +150,7 @@ def select_window(
         text, truncated = render_for_context(event, budget.chars)
         raw = event.content if isinstance(event.content, str) else None
         tokens = event.tokens if (raw == text and event.tokens is not None) else count(text)
-        tokens += 4  # role and separators, as chat formats charge per message
+        tokens += per_message_tokens  # the format's wrapper around each message
         if spent + tokens > budget.tokens:
             break
         spent += tokens

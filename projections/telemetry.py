@@ -59,7 +59,114 @@ INJECTIONS = Table(
     doc="history injected into fresh agent sessions: range, size, format",
 )
 
-TELEMETRY = View("telemetry", (RESUME_EVENTS, INJECTIONS), fields={
+_TOUCHED = "conversation_id IN (SELECT conversation_id FROM touched)"
+
+RESUME_ATTEMPTS = Table(
+    "resume_attempts",
+    (
+        Column("conversation_id", "VARCHAR"),
+        Column("key", "VARCHAR"),
+        Column("user", "VARCHAR"),
+        Column("agent", "VARCHAR"),
+        Column("client", "VARCHAR"),
+        Column("strategy", "VARCHAR"),
+        Column("outcome", "VARCHAR"),
+        Column("reason", "VARCHAR"),
+        Column("error", "VARCHAR"),
+        Column("latency_ms", "DOUBLE"),
+        Column("fresh", "BOOLEAN"),
+        Column("native_session_id", "VARCHAR"),
+        Column("at", "TIMESTAMP"),
+        Column("version", "BIGINT"),
+    ),
+    select=f"""
+        WITH x AS (
+            SELECT *, lead(kind) OVER w AS next_kind, lead(strategy) OVER w AS next_strategy
+            FROM resume_events WHERE {_TOUCHED}
+            WINDOW w AS (PARTITION BY conversation_id ORDER BY version))
+        SELECT x.conversation_id, s.key, s."user", s.agent, s.client, x.strategy,
+               CASE WHEN x.kind = 'attempted' THEN 'abandoned' ELSE x.kind END,
+               x.reason, x.error, x.latency_ms, x.fresh, x.native_session_id, x."at",
+               x.version
+        FROM x LEFT JOIN sessions s USING (conversation_id)
+        WHERE x.kind <> 'attempted'
+           OR NOT COALESCE(next_kind IN ('succeeded', 'failed')
+                           AND next_strategy = x.strategy, FALSE)""",
+    doc="one row per tier tried: succeeded, failed, or abandoned (attempted, but the host "
+        "died before recording an outcome)",
+    derived=True,
+)
+
+RESUMES = Table(
+    "resumes",
+    (
+        Column("conversation_id", "VARCHAR"),
+        Column("resume_seq", "BIGINT"),
+        Column("key", "VARCHAR"),
+        Column("user", "VARCHAR"),
+        Column("agent", "VARCHAR"),
+        Column("client", "VARCHAR"),
+        Column("started_at", "TIMESTAMP"),
+        Column("tries", "BIGINT"),
+        Column("total_latency_ms", "DOUBLE"),
+        Column("first_strategy", "VARCHAR"),
+        Column("first_failure_reason", "VARCHAR"),
+        Column("worked_strategy", "VARCHAR"),
+        Column("succeeded", "BOOLEAN"),
+        Column("fresh", "BOOLEAN"),
+        Column("injected", "BOOLEAN"),
+        Column("injected_tokens", "BIGINT"),
+        Column("injected_messages", "BIGINT"),
+        Column("memory_lost", "BOOLEAN"),
+    ),
+    select=f"""
+        WITH a AS (
+            SELECT *, COALESCE(sum(CASE WHEN outcome = 'succeeded' THEN 1 ELSE 0 END) OVER (
+                       PARTITION BY conversation_id ORDER BY version
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS resume_seq
+            FROM resume_attempts WHERE {_TOUCHED}),
+        r AS (
+            SELECT conversation_id, resume_seq, any_value(key) AS key,
+                   any_value("user") AS "user", any_value(agent) AS agent,
+                   any_value(client) AS client, min("at") AS started_at,
+                   min(version) AS start_version, max(version) AS end_version,
+                   count(*) AS tries, sum(latency_ms) AS total_latency_ms,
+                   arg_min(strategy, version) AS first_strategy,
+                   arg_min(reason, version) FILTER (WHERE outcome = 'failed')
+                       AS first_failure_reason,
+                   arg_max(strategy, version) FILTER (WHERE outcome = 'succeeded')
+                       AS worked_strategy,
+                   bool_or(outcome = 'succeeded') AS succeeded,
+                   COALESCE(bool_or(fresh) FILTER (WHERE outcome = 'succeeded'), FALSE)
+                       AS fresh
+            FROM a GROUP BY conversation_id, resume_seq),
+        bounded AS (
+            SELECT *, lead(start_version) OVER (PARTITION BY conversation_id
+                                                ORDER BY resume_seq) AS next_start
+            FROM r),
+        injected AS (
+            SELECT b.conversation_id, b.resume_seq, sum(i.tokens) AS tokens,
+                   sum(i.message_count) AS messages
+            FROM bounded b JOIN injections i ON i.conversation_id = b.conversation_id
+             AND i.version > b.end_version
+             AND (b.next_start IS NULL OR i.version < b.next_start)
+            GROUP BY ALL),
+        first_message AS (
+            SELECT conversation_id, min(version) AS version FROM messages
+            WHERE {_TOUCHED} GROUP BY ALL)
+        SELECT b.conversation_id, b.resume_seq, b.key, b."user", b.agent, b.client,
+               b.started_at, b.tries, b.total_latency_ms, b.first_strategy,
+               b.first_failure_reason, b.worked_strategy, b.succeeded, b.fresh,
+               j.tokens IS NOT NULL, j.tokens, j.messages,
+               (b.fresh AND j.tokens IS NULL AND COALESCE(f.version < b.start_version, FALSE))
+        FROM bounded b LEFT JOIN injected j USING (conversation_id, resume_seq)
+                       LEFT JOIN first_message f USING (conversation_id)""",
+    doc="one row per resume (attempts up to a conversation's next success): tries, the "
+        "tier that worked, latency, injection, memory_lost",
+    derived=True,
+)
+
+TELEMETRY = View("telemetry", (RESUME_EVENTS, INJECTIONS, RESUME_ATTEMPTS, RESUMES), fields={
     "strategy": "VARCHAR", "native_session_id": "VARCHAR", "reason": "VARCHAR",
     "error": "VARCHAR", "latency_ms": "DOUBLE", "latency_s": "DOUBLE",
     "from_version": "BIGINT", "to_version": "BIGINT", "message_count": "BIGINT",

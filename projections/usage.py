@@ -48,6 +48,7 @@ MESSAGES = Table(
         Column("cost_source", "VARCHAR"),
         Column("price_version", "VARCHAR"),
         Column("cost_unknown", "BOOLEAN"),
+        Column("counted", "BOOLEAN"),
     ),
     select=f"""
         WITH m AS (
@@ -68,13 +69,66 @@ MESSAGES = Table(
                     WHEN i IS NOT NULL AND p.input_per_mtok IS NOT NULL THEN 'table' END,
                CASE WHEN e.cost_usd IS NULL AND i IS NOT NULL
                      AND p.input_per_mtok IS NOT NULL THEN p.version END,
-               e.cost_usd IS NULL AND i IS NOT NULL AND p.input_per_mtok IS NULL
+               e.cost_usd IS NULL AND i IS NOT NULL AND p.input_per_mtok IS NULL,
+               -- usage repeated on several records of one response counts once: the
+               -- first record (earlier batches included) is the counted one
+               e.response_id IS NULL OR (
+                   row_number() OVER (PARTITION BY m.conversation_id, e.response_id
+                                      ORDER BY m.version) = 1
+                   AND NOT EXISTS (SELECT 1 FROM messages x
+                                   WHERE x.conversation_id = m.conversation_id
+                                     AND x.response_id = e.response_id))
         FROM m LEFT JOIN model_prices p ON p.model = e.model""",
     doc="one row per message: role, model, agent, usage tokens, USD and where the USD came from",
 )
 
+_JUST_ADDED = """messages WHERE position BETWEEN (SELECT min(position) FROM batch)
+                                     AND (SELECT max(position) FROM batch)"""
+
+CONVERSATION_USAGE = Table(
+    "conversation_usage",
+    (
+        Column("conversation_id", "VARCHAR", "key"),
+        Column("input_tokens", "BIGINT", "sum"),
+        Column("output_tokens", "BIGINT", "sum"),
+        Column("cache_read_tokens", "BIGINT", "sum"),
+        Column("cache_write_tokens", "BIGINT", "sum"),
+        Column("cost_usd", "DOUBLE", "sum"),
+        Column("cost_unknown", "BOOLEAN", "any"),
+        Column("agent_interactions", "BIGINT", "sum"),
+    ),
+    select=f"""
+        SELECT conversation_id,
+               COALESCE(sum(input_tokens) FILTER (WHERE counted), 0),
+               COALESCE(sum(output_tokens) FILTER (WHERE counted), 0),
+               COALESCE(sum(cache_read_tokens) FILTER (WHERE counted), 0),
+               COALESCE(sum(cache_write_tokens) FILTER (WHERE counted), 0),
+               sum(cost_usd) FILTER (WHERE counted),
+               COALESCE(bool_or(cost_unknown AND counted), FALSE),
+               count(*) FILTER (WHERE role = 'assistant')
+        FROM {_JUST_ADDED} GROUP BY conversation_id""",
+    doc="usage and USD totals per conversation (a repeated response counted once)",
+)
+
+CONVERSATION_AGENTS = Table(
+    "conversation_agents",
+    (
+        Column("conversation_id", "VARCHAR", "key"),
+        Column("agent", "VARCHAR", "key"),
+        Column("messages", "BIGINT", "sum"),
+    ),
+    select=f"""
+        SELECT m.conversation_id, COALESCE(m.agent, s.agent) AS agent, count(*)
+        FROM (SELECT * FROM {_JUST_ADDED}) m JOIN sessions s USING (conversation_id)
+        WHERE m.role = 'assistant' AND COALESCE(m.agent, s.agent) IS NOT NULL
+        GROUP BY ALL""",
+    doc="assistant messages per agent per conversation (the conversation's agent unless "
+        "the message names another)",
+)
+
 _TOKENS = "BIGINT"
-USAGE = View("usage", (MODEL_PRICES, MESSAGES), fields={
+USAGE = View("usage", (MODEL_PRICES, MESSAGES, CONVERSATION_USAGE, CONVERSATION_AGENTS),
+             fields={
     "message_id": "VARCHAR", "role": "VARCHAR", "model": "VARCHAR", "agent": "VARCHAR",
     "response_id": "VARCHAR", "tokens": "BIGINT", "cost_usd": "DOUBLE",
     "usage": {"input_tokens": _TOKENS, "output_tokens": _TOKENS,

@@ -15,6 +15,10 @@ all views. These SELECTs read the STORED FORMAT: they name stored fields and han
 every class version still in databases (see domain/events.py and the golden
 files), like the mapper's upcasters. An absent field (omitted default) is NULL.
 
+Tables are written in declaration order, so a later table may read an earlier one
+(e.g. the rows a batch just added to ``messages``). Derived tables come last: their
+rows for the conversations in ``touched`` are deleted and selected again.
+
 Merge rules for keyed tables (a row per key, updated batch after batch):
 ``key`` identifies the row; ``first`` keeps the earliest non-null value; ``last``
 takes the newest non-null value; ``sum`` adds; ``max`` keeps the largest; ``any``
@@ -38,8 +42,11 @@ class Table(NamedTuple):
     name: str
     columns: tuple[Column, ...]
     select: str
-    """SQL over ``batch`` yielding this table's columns, in order."""
+    """SQL over ``batch`` (and tables written before it) yielding the rows to add."""
     doc: str = ""
+    derived: bool = False
+    """Recomputed for the conversations a batch touched (relation ``touched``):
+    for per-conversation figures that need the whole history, such as windows."""
 
     @property
     def key(self) -> tuple[str, ...]:

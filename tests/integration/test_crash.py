@@ -5,14 +5,16 @@ wholly absent, at contiguous positions and in order; every turn the writer repor
 committed is present; `PRAGMA integrity_check` is ok; the message-id index matches the
 messages; and the DuckDB views catch up to exactly the log.
 
-Writers are forked from one "zygote" process that imported convlog once (a fresh
-interpreter costs ~0.5 s, which would allow only a handful of trials per second). Each
-writer opens the log itself after the fork, reports on its own stdout (a FIFO the test
-reads) and is killed by pid. The zygote reaps it and reports how it ended, so a writer
-that crashed on its own fails the test instead of passing as "killed".
+Writers are forked from one "zygote" process (`python -c`) that imported convlog once:
+a fresh interpreter costs ~0.5 s, which would allow only a couple of trials per second.
+Each writer opens the log itself after the fork, prints and flushes "begin <turn>" and
+"committed <turn>" around every `append_turn` on its own FIFO, and is killed by pid.
+The zygote reaps it and reports how it ended, so a writer that crashed on its own fails
+the test instead of passing as "killed". A second test kills a writer and a view
+catch-up (inside one of its batch transactions) together, round after round.
 
-Trials: CONVLOG_CRASH_TRIALS, else 500 with CONVLOG_SLOW=1, else 60. The seed is
-CONVLOG_CRASH_SEED (default fixed); a failure message names the seed and the trial.
+Trials: CONVLOG_CRASH_TRIALS, else 500 with CONVLOG_SLOW=1, else 50 (about 20 s). The
+seed is CONVLOG_CRASH_SEED (default fixed); a failure message names seed and trial.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+import duckdb
 import pytest
 
 import convlog
@@ -38,7 +41,7 @@ from convlog.domain.conversation import conversation_id
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs fork and SIGKILL")
 
 SLOW = os.environ.get("CONVLOG_SLOW") == "1"
-TRIALS = int(os.environ.get("CONVLOG_CRASH_TRIALS") or (500 if SLOW else 60))
+TRIALS = int(os.environ.get("CONVLOG_CRASH_TRIALS") or (500 if SLOW else 50))
 SEED = int(os.environ.get("CONVLOG_CRASH_SEED") or 20261122)
 
 
@@ -88,7 +91,18 @@ ZYGOTE = textwrap.dedent("""
     def catch_up(fifo, url, batch, action):
         out = open(fifo, "w", buffering=1)
         print(f"pid {os.getpid()}", flush=True, file=out)
-        views_module.BATCH = int(batch)
+        plain = views_module.ViewStore.catch_up
+
+        def small_batches(self, recorder, *, before_batch=None, **options):
+            # Many small transactions, and a line on the FIFO inside each one (after
+            # the batch is staged, before it commits), so the test can kill mid-batch.
+            def hook(con):
+                if before_batch is not None:
+                    before_batch(con)
+                print("batch", flush=True, file=out)
+            return plain(self, recorder, before_batch=hook, **{**options, "batch": int(batch)})
+
+        views_module.ViewStore.catch_up = small_batches
         with convlog.open(url) as log:
             print("started", flush=True, file=out)
             if action == "rebuild":
@@ -174,11 +188,8 @@ class Zygote:
 
     def finish(self, child: Child, out: IO[str], *, kill: bool) -> Child:
         """Kill the child (if asked and still running), read all it said, reap it."""
-        if kill:
-            try:
-                os.kill(child.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass  # it finished (or crashed) before the kill: the zygote tells which
+        if kill:  # a child that ended before the kill is a zombie until reaped: no error
+            os.kill(child.pid, signal.SIGKILL)
         child.lines.extend(line.strip() for line in out)  # EOF once the child is gone
         out.close()
         assert self.proc.stdin is not None
@@ -286,6 +297,7 @@ def test_writers_killed_at_random_moments_lose_no_committed_turn(
     rng = random.Random(SEED)
     expected: dict[str, int] = {}  # key -> messages present after its trial
     in_flight = committed_kills = early = 0
+    lost_in_flight = kept_in_flight = 0  # a turn begun, not reported: absent / present
     for trial in range(TRIALS):
         where = f"seed {SEED}, trial {trial}"
         key = f"crash:{trial}"
@@ -312,6 +324,9 @@ def test_writers_killed_at_random_moments_lose_no_committed_turn(
             assert committed + 1 <= max(present, 0) <= begun + 1, (
                 f"{where}: writer committed turns 0..{committed} and began {begun}, "
                 f"the log has {present} turn(s)")
+            if begun > committed:
+                lost_in_flight += present == committed + 1
+                kept_in_flight += present == begun + 1
             messages = messages_of(max(present, 0))
             assert raw_counts(path, key) == (messages, messages), where
             if present >= 0:
@@ -326,10 +341,15 @@ def test_writers_killed_at_random_moments_lose_no_committed_turn(
         views_agree(log, expected, "final")
     assert integrity(path) == ["ok"]
     # The kills must really have landed at interesting moments.
+    print(f"{TRIALS} kills: {early} early, {in_flight} inside append_turn (its turn "
+          f"absent {lost_in_flight}, present {kept_in_flight}), {committed_kills} after "
+          "at least one committed turn")
     assert committed_kills >= TRIALS // 3, committed_kills
     assert in_flight >= TRIALS // 10, (
         f"only {in_flight}/{TRIALS} kills landed inside append_turn")
     assert early >= 1
+    assert lost_in_flight >= 1 and kept_in_flight >= 1, (
+        "kills inside append_turn should land both before and after the commit")
 
 
 def test_writer_and_view_catch_up_killed_together(zygote: Zygote, tmp_path: Path) -> None:
@@ -347,30 +367,51 @@ def test_writer_and_view_catch_up_killed_together(zygote: Zygote, tmp_path: Path
     expected = {f"seed:{c}": messages_of(6) for c in range(4)}
     rng = random.Random(SEED + 1)
     rounds = 20 if SLOW else 5
-    catch_up_kills = 0
+    catch_up_kills = partial = 0
     for r in range(rounds):
         where = f"seed {SEED + 1}, round {r}"
         key = f"both:{r}"
         writer, writer_out = zygote_start_writer(zygote, url, key, where)
         views_child, views_out = zygote.start("views", url, 5,
                                               "rebuild" if r % 2 else "refresh")
-        time.sleep(rng.uniform(0.02, 0.25))
+        started = views_out.readline().strip()
+        assert started == "started", (where, started, zygote.stderr())
+        for _ in range(rng.randint(1, 4)):  # inside the n-th batch's transaction
+            assert views_out.readline().strip() == "batch", (where, zygote.stderr())
+        time.sleep(rng.choice([0, 0, rng.uniform(0, 0.05)]))
         zygote.finish(views_child, views_out, kill=True)
         zygote.finish(writer, writer_out, kill=True)
         assert writer.exit_code == -signal.SIGKILL, (where, zygote.stderr())
         assert views_child.exit_code in (0, -signal.SIGKILL), (
             where, views_child.exit_code, zygote.stderr())
-        catch_up_kills += views_child.exit_code == -signal.SIGKILL
+        if views_child.exit_code == -signal.SIGKILL:
+            catch_up_kills += 1
+            partial += tracked_position(tmp_path / "both.duckdb") < max_position(path)
         with convlog.open(url) as log:
             present = turns_present(log, key, where)
             assert present >= writer.last("committed") + 1, where
             expected[key] = messages_of(present)
         assert integrity(path) == ["ok"], where
-    assert catch_up_kills >= 1, "every catch-up finished before it could be killed"
+    print(f"{rounds} rounds: {catch_up_kills} catch-ups killed, {partial} mid-way")
+    assert partial >= rounds // 2, "the catch-ups were not killed mid-way"
     with convlog.open(url) as log:
         views_agree(log, expected, "after the final catch-up")
         log.rebuild_views()
         views_agree(log, expected, "after a rebuild")
+
+
+def tracked_position(views: Path) -> int:
+    with duckdb.connect(str(views), read_only=True) as con:
+        row = con.execute("SELECT max(notification_id) FROM convlog_tracking").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def max_position(path: Path) -> int:
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute("SELECT max(rowid) FROM stored_events").fetchone()[0])
+    finally:
+        con.close()
 
 
 def zygote_start_writer(zygote: Zygote, url: str, key: str, where: str

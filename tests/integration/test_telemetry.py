@@ -7,7 +7,9 @@ import struct
 import subprocess
 import sys
 import zlib
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -15,7 +17,7 @@ import pytest
 import convlog
 
 
-def failing(reason: str):  # type: ignore[no-untyped-def]
+def failing(reason: str) -> Any:
     def tier(call: convlog.TierCall) -> None:
         raise convlog.TierFailed(reason, "nope")  # type: ignore[arg-type]
     return tier
@@ -83,9 +85,7 @@ def test_telemetry_by_reason_agent_client_day(log: convlog.ConversationLog) -> N
         log.telemetry(by="mood")
 
 
-def convlog_tomorrow():  # type: ignore[no-untyped-def]
-    from datetime import UTC, datetime, timedelta
-
+def convlog_tomorrow() -> date:
     return (datetime.now(UTC) + timedelta(days=1)).date()
 
 
@@ -118,7 +118,8 @@ def test_export_parquet_reads_back(log: convlog.ConversationLog, tmp_path: Path)
     assert {"sessions", "messages", "resume_attempts", "resumes", "injections"} <= names
     assert not list((tmp_path / "out").glob(".*"))  # no partial files left behind
     path = tmp_path / "out" / "resume_attempts.parquet"
-    assert duckdb.sql(f"SELECT count(*) FROM '{path}'").fetchall() == [(6,)]
+    with duckdb.connect() as con:
+        assert con.execute(f"SELECT count(*) FROM '{path}'").fetchall() == [(6,)]
 
 
 def png_size_and_colours(path: Path) -> tuple[int, int, int]:
