@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: install demo test test-unit test-integration test-e2e lint bench bench-quick wheel-check clean
+.PHONY: install demo test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,17 +46,33 @@ lint: $(STAMP)  ## ruff + mypy (strict)
 	@ln -s "$(CURDIR)/projections" $(TYPECHECK)/convlog/projections
 	MYPYPATH=$(TYPECHECK):$(CURDIR) $(BIN)/python -m mypy -p convlog -p tests -p bench
 
-bench: $(STAMP)  ## benchmarks (full): printed, and saved in bench/results
+# The peers (OpenAI Agents SDK, LangChain, LangGraph) live in their own venv: they
+# are benchmark opponents, never runtime dependencies of convlog.
+VENV_BENCH := .venv-bench
+BENCH_STAMP := $(VENV_BENCH)/.installed-stamp
+
+$(BENCH_STAMP): pyproject.toml bench/requirements-peers.txt bench/peers_setup.sh
+	PYTHON=$(PYTHON) VENV=$(VENV_BENCH) sh bench/peers_setup.sh
+
+bench: $(STAMP) $(BENCH_STAMP)  ## benchmarks (full, ~25 min): printed, and saved in bench/results
 	$(BIN)/python -m bench.core
 	$(BIN)/python -m bench.context
 	$(BIN)/python -m bench.views
 	$(BIN)/python -m bench.writers
+	$(VENV_BENCH)/bin/python -m bench.peers
 
-bench-quick: $(STAMP)  ## the same, scaled down for development
+bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
 	$(BIN)/python -m bench.core --quick
 	$(BIN)/python -m bench.context --quick
 	$(BIN)/python -m bench.views --quick
 	$(BIN)/python -m bench.writers --quick
+	$(VENV_BENCH)/bin/python -m bench.peers --quick
+
+bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only
+	$(VENV_BENCH)/bin/python -m bench.peers
+
+bench-peers-quick: $(BENCH_STAMP)
+	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
 wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a smoke test
 	rm -rf build dist .wheel-venv
@@ -67,4 +83,4 @@ wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a smo
 	rm -rf .wheel-venv build
 
 clean:
-	rm -rf $(VENV) .wheel-venv build dist .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(VENV_BENCH) .wheel-venv build dist .mypy_cache .ruff_cache .pytest_cache
