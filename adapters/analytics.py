@@ -168,6 +168,9 @@ class Analytics:
             params.append(idle_before.astimezone(UTC).replace(tzinfo=None))
         sql = f"""
             WITH s AS (SELECT * FROM sessions s WHERE {' AND '.join(where)}),
+            -- Semi-joins first: only the selected conversations' rows are joined.
+            u AS (SELECT * FROM conversation_usage
+                  WHERE conversation_id IN (SELECT conversation_id FROM s)),
             agents AS (
                 SELECT conversation_id, list(agent ORDER BY messages DESC, agent)[1:5] AS top
                 FROM conversation_agents WHERE conversation_id IN (SELECT conversation_id
@@ -181,7 +184,7 @@ class Analytics:
                    COALESCE(u.cache_write_tokens, 0) AS cache_write_tokens,
                    u.cost_usd, COALESCE(u.cost_unknown, FALSE) AS cost_incomplete,
                    COALESCE(a.top, []) AS top_agents, s.version, s.native_session_id
-            FROM s LEFT JOIN conversation_usage u USING (conversation_id)
+            FROM s LEFT JOIN u USING (conversation_id)
                    LEFT JOIN agents a USING (conversation_id)
             ORDER BY s.last_active_at DESC NULLS LAST, s.key
             {'LIMIT ' + str(int(limit)) if limit else ''}"""

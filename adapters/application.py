@@ -33,7 +33,8 @@ from convlog.mapper import Envelope, MsgspecMapper
 
 SNAPSHOT_INTERVAL = 500
 F = TypeVar("F", bound=Callable[..., Any])
-MAX_ATTEMPTS = 25
+CONFLICT_TIMEOUT = 30.0
+"""How long a write keeps retrying while other writers win the same conversation."""
 
 
 class IndexedRecorder(Protocol):
@@ -200,7 +201,10 @@ class ConversationStore(Application[UUID]):
         which message ids are already known. Returns the new state and what was saved.
         """
         fresh = False
-        for attempt in range(MAX_ATTEMPTS):
+        deadline = time.monotonic() + CONFLICT_TIMEOUT
+        attempt = 0
+        while True:
+            attempt += 1
             state = self.load(conversation, key, fresh=fresh)
             now = datetime.now(UTC)
             events = decide_all(state, commands(state, fresh), now, origins)
@@ -212,11 +216,15 @@ class ConversationStore(Application[UUID]):
             try:
                 return self._save(conversation, state, events)
             except IntegrityError:
-                if fresh:  # a real race with another writer: back off a little
-                    time.sleep(random.uniform(0, 0.002 * attempt))
+                if time.monotonic() > deadline:
+                    raise ConcurrencyError(
+                        f"conversation {key!r}: other writers kept winning for "
+                        f"{CONFLICT_TIMEOUT:g}s ({attempt} attempts); nothing was written"
+                    ) from None
+                if fresh:  # a real race: exponential backoff with full jitter, so the
+                    # writers of one busy conversation spread out instead of colliding
+                    time.sleep(random.uniform(0, min(0.1, 0.001 * 2 ** min(attempt, 7))))
                 fresh = True
-        raise ConcurrencyError(
-            f"conversation {key!r}: gave up after {MAX_ATTEMPTS} conflicting concurrent writes")
 
     def _save(
         self, conversation: UUID, state: Conversation, events: list[Event]

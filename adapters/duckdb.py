@@ -16,6 +16,7 @@ conflicting lock is waited for (up to `lock_timeout`) instead of failing at once
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import contextlib
 import hashlib
@@ -24,6 +25,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -65,6 +67,9 @@ class ViewStore(TrackingRecorder):
         self._idle: duckdb.DuckDBPyConnection | None = None
         self._closer: threading.Timer | None = None
         self.keep_open = keep_open
+        # A connection kept open for reuse must not outlive the interpreter unclosed.
+        ref = weakref.ref(self)
+        atexit.register(lambda: (store := ref()) is not None and store.close())
         self._lock = threading.RLock()  # one user of the file per process at a time
 
     # --------------------------------------------------------------- connection
