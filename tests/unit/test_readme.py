@@ -41,3 +41,16 @@ def test_every_test_the_guarantees_cite_exists(path: str, name: str) -> None:
 
 def test_the_guarantees_cite_tests() -> None:
     assert len(REFERENCES) >= 15
+
+
+def test_every_queryable_table_and_view_is_documented_with_its_columns() -> None:
+    from convlog.analytics import Analytics
+
+    section = README.split("### Tables and views", 1)[1].split("\n## ", 1)[0]
+    documented = dict(re.findall(r"^\| `(\w+)` \| [^|]+ \| ([^\n]+) \|$", section, re.M))
+    tables = {t.name: t for v in Analytics.VIEWS for t in v.tables}
+    for name in [*tables, *Analytics.SQL_VIEWS]:
+        assert name in documented, f"{name} is missing from the README"
+    for name, table in tables.items():
+        for column in table.columns:
+            assert column.name in documented[name], (name, column.name)

@@ -1,0 +1,95 @@
+"""The storage contract, in the eventsourcing pattern: one test case, subclassed per
+backend (memory, SQLite, this machine's real PostgreSQL). It pins what convlog needs
+from a recorder beyond eventsourcing's own interface; the behaviour of the whole log
+on every backend is covered by the tests that use the `log` fixture (conftest.py)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from eventsourcing.persistence import IntegrityError
+
+import convlog
+from convlog.domain.conversation import conversation_id
+from convlog.mapper import Envelope
+from tests.samples import samples
+
+
+class StorageContract:
+    """Subclasses provide `url`; every test below runs on each backend."""
+
+    @pytest.fixture
+    def url(self, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def log(self, url: str, tmp_path: Path) -> Iterator[convlog.ConversationLog]:
+        with convlog.open(url, views=str(tmp_path / "views.duckdb")) as opened:
+            yield opened
+
+    def test_message_ids_known_to_the_index(self, log: convlog.ConversationLog) -> None:
+        log.append_turn("k", [convlog.user("a", id="m1"), convlog.user("b", id="m2")])
+        cid = conversation_id("k")
+        assert log.store.index.known_message_ids(cid, ["m1", "m2", "m3"]) == {"m1", "m2"}
+        assert log.store.index.known_message_ids(conversation_id("other"), ["m1"]) == set()
+
+    def test_a_known_message_id_conflicts_in_the_same_transaction(
+            self, log: convlog.ConversationLog) -> None:
+        log.append("k", convlog.user("a", id="m1"))
+        cid = conversation_id("k")
+        state = log.state("k")
+        stored = [log.store.mapper.to_stored_event(Envelope(cid, state.version + 1, e))
+                  for e in samples()[1:2]]
+        with pytest.raises(IntegrityError):
+            log.store.recorder.insert_events(stored, message_ids=(cid, ["m1"]))
+        assert [r.version for r in log.events("k")] == [1, 2]  # nothing half-written
+
+    def test_the_same_version_twice_conflicts(self, log: convlog.ConversationLog) -> None:
+        log.append("k", convlog.user("a"))
+        cid = conversation_id("k")
+        stored = [log.store.mapper.to_stored_event(Envelope(cid, 2, samples()[3]))]
+        with pytest.raises(IntegrityError):
+            log.store.recorder.insert_events(stored)
+
+    def test_raw_reads_come_in_log_order_after_a_position(
+            self, log: convlog.ConversationLog) -> None:
+        for key in ("a", "b", "a"):
+            log.append(key, convlog.user(key))
+        rows = log.store.index.select_raw(0, 100)
+        positions = [r[0] for r in rows]
+        assert positions == sorted(positions)
+        assert len(rows) == 5  # two session starts and three messages
+        assert {r[1] for r in rows} == {conversation_id("a").hex, conversation_id("b").hex}
+        assert log.store.index.select_raw(positions[2], 100) == rows[3:]
+        assert log.store.index.max_notification_id() == positions[-1]
+        assert all(isinstance(r[4], str) and r[4].startswith("{") for r in rows)
+
+    def test_every_event_type_is_stored_and_read_back(
+            self, log: convlog.ConversationLog) -> None:
+        cid = uuid.uuid4()
+        envelopes = [Envelope(cid, v, e) for v, e in enumerate(samples(), start=1)]
+        log.store.recorder.insert_events([log.store.mapper.to_stored_event(e)
+                                          for e in envelopes])
+        back = [r.event for r in log.store.recorded(cid)]
+        assert back == [e.event for e in envelopes]
+
+
+class TestMemory(StorageContract):
+    @pytest.fixture
+    def url(self, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+        return "memory://"
+
+
+class TestSQLite(StorageContract):
+    @pytest.fixture
+    def url(self, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+        return f"sqlite:///{tmp_path / 'contract.db'}"
+
+
+class TestPostgreSQL(StorageContract):
+    @pytest.fixture
+    def url(self, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+        return str(request.getfixturevalue("pg_url"))
