@@ -68,8 +68,7 @@ class ViewStore(TrackingRecorder):
         self._closer: threading.Timer | None = None
         self.keep_open = keep_open
         # A connection kept open for reuse must not outlive the interpreter unclosed.
-        ref = weakref.ref(self)
-        atexit.register(lambda: (store := ref()) is not None and store.close())
+        atexit.register(_close_at_exit, weakref.ref(self))
         self._lock = threading.RLock()  # one user of the file per process at a time
 
     # --------------------------------------------------------------- connection
@@ -324,6 +323,12 @@ class ViewStore(TrackingRecorder):
         if self._memory is not None:
             self._memory.close()
             self._memory = None
+
+
+def _close_at_exit(ref: weakref.ReferenceType[ViewStore]) -> None:
+    store = ref()
+    if store is not None:
+        store.close()
 
 
 def union_fields(views: Sequence[View]) -> dict[str, Any]:
