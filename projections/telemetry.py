@@ -95,6 +95,7 @@ RESUME_ATTEMPTS = Table(
     doc="one row per tier tried: succeeded, failed, or abandoned (attempted, but the host "
         "died before recording an outcome)",
     derived=True,
+    touched_by=("resume_attempted", "resume_succeeded", "resume_failed"),
 )
 
 RESUMES = Table(
@@ -164,6 +165,9 @@ RESUMES = Table(
     doc="one row per resume (attempts up to a conversation's next success): tries, the "
         "tier that worked, latency, injection, memory_lost",
     derived=True,
+    # memory_lost also reads the conversation's first message, which precedes any
+    # resume that counts: a later message cannot change a resume row.
+    touched_by=("resume_attempted", "resume_succeeded", "resume_failed", "history_injected"),
 )
 
 TELEMETRY = View("telemetry", (RESUME_EVENTS, INJECTIONS, RESUME_ATTEMPTS, RESUMES), fields={

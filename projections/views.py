@@ -47,6 +47,9 @@ class Table(NamedTuple):
     derived: bool = False
     """Recomputed for the conversations a batch touched (relation ``touched``):
     for per-conversation figures that need the whole history, such as windows."""
+    touched_by: tuple[str, ...] = ()
+    """For a derived table: the stored event names that change it (empty: any).
+    A batch without them leaves the table alone, so most batches cost nothing."""
 
     @property
     def key(self) -> tuple[str, ...]:
