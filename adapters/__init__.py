@@ -33,7 +33,8 @@ from convlog.domain.errors import (
 )
 from convlog.domain.messages import Message
 from convlog.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
-from convlog.log import AppendResult, ConversationHandle, ConversationLog, SessionInfo
+from convlog.handle import ConversationHandle
+from convlog.log import AppendResult, ConversationLog, SessionInfo
 from convlog.prices import ModelPrice
 from convlog.projections.context import Budget
 from convlog.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed

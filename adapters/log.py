@@ -35,6 +35,7 @@ from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
 from convlog.duckdb import ViewStore, default_path
 from convlog.errors import StorageError
+from convlog.handle import ConversationHandle
 from convlog.prices import ModelPrice, PriceTable
 from convlog.projections.context import Budget
 from convlog.projections.timeline import TimelineRow, timeline
@@ -372,58 +373,3 @@ class ConversationLog:
         """Drop every view and rebuild it from the whole log."""
         self.analytics.views.rebuild()
         return self.analytics.refresh(progress=progress)
-
-
-class ConversationHandle:
-    """One conversation of a log, addressed by its key."""
-
-    def __init__(self, log: ConversationLog, key: str):
-        self.log = log
-        self.key = check_key(key)
-
-    def __repr__(self) -> str:
-        return f"<Conversation {self.key!r}>"
-
-    def append_turn(self, messages: Iterable[Message]) -> AppendResult:
-        return self.log.append_turn(self.key, list(messages))
-
-    def append(self, message: Message) -> AppendResult:
-        return self.log.append(self.key, message)
-
-    def bind_native_session(self, native_session_id: str, agent: str | None = None
-                            ) -> AppendResult:
-        return self.log.bind_native_session(self.key, native_session_id, agent)
-
-    def archive(self, reason: str | None = None) -> AppendResult:
-        return self.log.archive(self.key, reason)
-
-    def reactivate(self) -> AppendResult:
-        return self.log.reactivate(self.key)
-
-    def clear(self, reason: str | None = None) -> AppendResult:
-        return self.log.clear(self.key, reason)
-
-    @property
-    def state(self) -> Conversation:
-        return self.log.state(self.key)
-
-    def info(self) -> SessionInfo:
-        return self.log.info(self.key)
-
-    def events(self, **kwargs: Any) -> list[Recorded]:
-        return self.log.events(self.key, **kwargs)
-
-    def messages(self, *, last: int | None = None) -> list[MessageAppended]:
-        return self.log.messages(self.key, last=last)
-
-    def transcript(self) -> list[TranscriptLine]:
-        return self.log.transcript(self.key)
-
-    def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
-        return self.log.timeline(self.key, until=until)
-
-    def context(self, **kwargs: Any) -> Context:
-        return self.log.context(self.key, **kwargs)
-
-    def resume(self, tiers: Sequence[Tier], **kwargs: Any) -> ResumeOutcome:
-        return self.log.resume(self.key, tiers, **kwargs)

@@ -1,0 +1,252 @@
+"""What each `convlog` command does: one function per command, (log, args) -> None.
+
+The parser and the process-level concerns (exit codes, one-line errors) live in
+convlog.cli; these functions only talk to a ConversationLog and print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from convlog.domain.errors import ConvlogError
+from convlog.jsonlines import parse_lines
+from convlog.log import ConversationLog
+from convlog.projections.context import Budget
+from convlog.render import print_json, print_table, wrap_text
+
+
+def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
+    if args.file == "-":
+        data, source = sys.stdin.buffer.read(), "stdin"
+    else:
+        try:
+            with open(args.file, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise ConvlogError(f"cannot read {args.file}: {exc.strerror}") from None
+        source = args.file
+    commands, origins = parse_lines(data, source)
+    if not commands:
+        raise ConvlogError(f"{source}: no events to record")
+    result = log.execute(args.key, commands, origins)
+    if args.json:
+        print_json({"key": args.key, **msgspec.structs.asdict(result)})
+    else:
+        skipped = f", {len(result.skipped)} known message(s) skipped" if result.skipped else ""
+        print(f"recorded {result.events} event(s) in {args.key!r} "
+              f"(now at version {result.version}){skipped}")
+
+
+def cmd_sessions(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.sessions(include_archived=args.all, user=args.user, agent=args.agent,
+                        limit=args.limit)
+    if args.json:
+        print_json(rows)
+        return
+    print_table(
+        ["KEY", "USER", "AGENT", "CHANNEL", "STATUS", "MESSAGES", "TOKENS", "COST USD",
+         "LAST ACTIVE", "TITLE"],
+        [[r.key, r.user, r.agent, r.channel, r.status, r.message_count,
+          r.input_tokens + r.output_tokens + r.cache_read_tokens + r.cache_write_tokens,
+          _usd(r.cost_usd, r.cost_incomplete), _when(r.last_active_at), r.title]
+         for r in rows],
+        empty="no conversations" + ("" if args.all else " (--all includes archived ones)"))
+
+
+def cmd_costs(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.costs(by=args.by, since=args.since)
+    if args.json:
+        print_json(rows)
+        return
+    print_table(
+        [args.by.upper(), "MESSAGES", "AGENT TURNS", "INPUT", "OUTPUT", "CACHE READ",
+         "CACHE WRITE", "COST USD", "PRICES"],
+        [[r.group, r.messages, r.agent_interactions, r.input_tokens, r.output_tokens,
+          r.cache_read_tokens, r.cache_write_tokens, _usd(r.cost_usd, r.cost_incomplete),
+          ", ".join(r.price_versions)] for r in rows], empty="no messages")
+    if any(r.cost_incomplete for r in rows):
+        print("(* some usage has no known price: that cost is a lower bound; set prices "
+              "with $CONVLOG_PRICES)")
+
+
+def cmd_telemetry(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.telemetry(by=args.by, since=args.since)
+    if args.chart:
+        from convlog.chart import SERIES_SQL, render
+
+        _, series = log.sql(SERIES_SQL)
+        render(series, Path(args.chart))
+    if args.json:
+        print_json(rows)
+        return
+    print_table(
+        [args.by.upper(), "ATTEMPTS", "OK", "FAILED", "SUCCESS", "P50 MS", "P95 MS",
+         "RESUMES", "FALLBACK", "TOKENS/FALLBACK", "MEMORY LOST"],
+        [[r.group, r.attempts, r.succeeded, r.failed, _pct(r.success_rate),
+          _num(r.p50_latency_ms), _num(r.p95_latency_ms), r.resumes, _pct(r.fallback_rate),
+          _num(r.injected_tokens_per_fallback), r.memory_lost] for r in rows],
+        empty="no resume attempts recorded")
+    if args.chart:
+        print(f"chart written to {args.chart}")
+
+
+def cmd_sql(log: ConversationLog, args: argparse.Namespace) -> None:
+    names, rows = log.sql(args.query)
+    if args.json:
+        print_json([dict(zip(names, row, strict=True)) for row in rows])
+    elif args.csv:
+        writer = csv.writer(sys.stdout)
+        writer.writerow(names)
+        writer.writerows(rows)
+    else:
+        print_table(names or ["(no columns)"], rows, empty="no rows")
+
+
+def cmd_export(log: ConversationLog, args: argparse.Namespace) -> None:
+    files = log.export_parquet(args.parquet)
+    if args.json:
+        print_json({"files": [str(f) for f in files]})
+    else:
+        for f in files:
+            print(f)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def cmd_expire(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.expire(idle_days=args.idle_days, dry_run=args.dry_run)
+    if args.json:
+        print_json({"archived": [] if args.dry_run else [r.key for r in rows],
+                    "idle": [r.key for r in rows], "dry_run": args.dry_run})
+        return
+    verb = "would archive" if args.dry_run else "archived"
+    for r in rows:
+        print(f"{verb} {r.key} (last active {_when(r.last_active_at)})")
+    print(f"{len(rows)} conversation(s) idle for {args.idle_days:g}+ days {verb}"
+          if rows else f"no conversation idle for {args.idle_days:g}+ days")
+
+
+def cmd_views(log: ConversationLog, args: argparse.Namespace) -> None:
+    count = (log.rebuild_views() if args.action == "rebuild" else log.refresh_views())
+    if not args.follow:
+        if args.json:
+            print_json({"action": args.action, "events": count})
+        else:
+            print(f"views {args.action}: {count:,} event(s) applied")
+        return
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    if not args.json:
+        print(f"following {log.config.url}: {count:,} event(s) applied; "
+              "stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
+
+    def report(applied: int) -> None:
+        if not args.json:
+            print(f"applied {applied:,} event(s)", file=sys.stderr, flush=True)
+
+    count += log.follow_views(stop, interval=args.interval, on_batch=report)
+    if args.json:
+        print_json({"action": "follow", "events": count})
+    else:
+        print(f"stopped after {count:,} event(s); the next run resumes from here",
+              file=sys.stderr)
+
+
+def _usd(value: float | None, incomplete: bool) -> str:
+    text = "-" if value is None else f"{value:.4f}"
+    return text + "*" if incomplete else text
+
+
+def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:
+    lines = log.transcript(args.key)
+    if args.json:
+        print_json(lines)
+        return
+    info = log.info(args.key)
+    print(f"{info.key}  ({info.message_count} messages, {info.status}"
+          + (f", user {info.user}" if info.user else "")
+          + (f", agent {info.agent}" if info.agent else "") + ")")
+    for line in lines:
+        who = {"user": "user", "assistant": "agent", "tool": "tool", "marker": "----"}[line.role]
+        extra = f"  [{line.model}]" if line.model else ""
+        print(wrap_text(f"#{line.version:<4} {_when(line.at)}  {who:>5}: ", line.text + extra))
+
+
+def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
+    rows = log.timeline(args.key, until=args.until)
+    if args.json:
+        print_json([{"version": r.version, "at": r.at, "type": r.type,
+                     "details": r.details, "event": r.event} for r in rows])
+        return
+    print_table(["POS", "TIME (UTC)", "TYPE", "DETAILS"],
+                [[r.version, r.at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3], r.type, r.details]
+                 for r in rows], empty="no events")
+
+
+def cmd_context(log: ConversationLog, args: argparse.Namespace) -> None:
+    budget = Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
+    context = log.context(args.key, budget=budget, format=args.format,
+                          exclude=args.exclude, model=args.model)
+    if args.json:
+        print_json(context)
+    elif context.messages is not None:
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(context.messages)).decode()
+                         + "\n")
+    else:
+        sys.stdout.write(context.text if context.text.endswith("\n") else context.text + "\n")
+    if sys.stderr.isatty() and not args.json:
+        print(f"({context.message_count} messages, {context.tokens} tokens by "
+              f"{context.counter}, {context.omitted} left out)", file=sys.stderr)
+
+
+def _state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], None]:
+    def run(log: ConversationLog, args: argparse.Namespace) -> None:
+        log.get(args.key)  # unknown keys are an error, not a new conversation
+        method = getattr(log, name)
+        result = method(args.key, args.reason) if hasattr(args, "reason") else method(args.key)
+        if args.json:
+            print_json({"key": args.key, "changed": result.events > 0,
+                        "version": result.version, "status": log.info(args.key).status})
+        else:
+            done = {"archive": "archived", "reactivate": "reactivated", "clear": "cleared"}[name]
+            print(f"{args.key}: {done}" if result.events else f"{args.key}: nothing to do")
+    return run
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if moment else "-"
+
+
+
+COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
+    "record": cmd_record,
+    "sessions": cmd_sessions,
+    "show": cmd_show,
+    "replay": cmd_replay,
+    "context": cmd_context,
+    "costs": cmd_costs,
+    "expire": cmd_expire,
+    "telemetry": cmd_telemetry,
+    "sql": cmd_sql,
+    "export": cmd_export,
+    "views": cmd_views,
+    "archive": _state_change("archive"),
+    "reactivate": _state_change("reactivate"),
+    "clear": _state_change("clear"),
+}

@@ -1,0 +1,77 @@
+"""A conversation of a log, addressed by its key: the handle hosts keep around.
+
+Every method delegates to the `ConversationLog` with this handle's key, so a host can
+pass one object around instead of a log and a key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from convlog.context import Context
+from convlog.domain.conversation import Conversation, check_key
+from convlog.domain.events import MessageAppended, Recorded
+from convlog.domain.messages import Message
+from convlog.projections.timeline import TimelineRow
+from convlog.projections.transcript import TranscriptLine
+from convlog.resume import ResumeOutcome, Tier
+
+if TYPE_CHECKING:
+    from convlog.log import AppendResult, ConversationLog, SessionInfo
+
+
+class ConversationHandle:
+    """One conversation of a log, addressed by its key."""
+
+    def __init__(self, log: ConversationLog, key: str):
+        self.log = log
+        self.key = check_key(key)
+
+    def __repr__(self) -> str:
+        return f"<Conversation {self.key!r}>"
+
+    def append_turn(self, messages: Iterable[Message]) -> AppendResult:
+        return self.log.append_turn(self.key, list(messages))
+
+    def append(self, message: Message) -> AppendResult:
+        return self.log.append(self.key, message)
+
+    def bind_native_session(self, native_session_id: str, agent: str | None = None
+                            ) -> AppendResult:
+        return self.log.bind_native_session(self.key, native_session_id, agent)
+
+    def archive(self, reason: str | None = None) -> AppendResult:
+        return self.log.archive(self.key, reason)
+
+    def reactivate(self) -> AppendResult:
+        return self.log.reactivate(self.key)
+
+    def clear(self, reason: str | None = None) -> AppendResult:
+        return self.log.clear(self.key, reason)
+
+    @property
+    def state(self) -> Conversation:
+        return self.log.state(self.key)
+
+    def info(self) -> SessionInfo:
+        return self.log.info(self.key)
+
+    def events(self, **kwargs: Any) -> list[Recorded]:
+        return self.log.events(self.key, **kwargs)
+
+    def messages(self, *, last: int | None = None) -> list[MessageAppended]:
+        return self.log.messages(self.key, last=last)
+
+    def transcript(self) -> list[TranscriptLine]:
+        return self.log.transcript(self.key)
+
+    def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
+        return self.log.timeline(self.key, until=until)
+
+    def context(self, **kwargs: Any) -> Context:
+        return self.log.context(self.key, **kwargs)
+
+    def resume(self, tiers: Sequence[Tier], **kwargs: Any) -> ResumeOutcome:
+        return self.log.resume(self.key, tiers, **kwargs)
