@@ -11,21 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import duckdb
 import msgspec
 
 from convlog.application import ConversationStore
 from convlog.domain.errors import InvalidInput
-from convlog.duckdb import ViewStore
 from convlog.prices import PriceTable
 from convlog.projections.catalog import CATALOG
 from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
-from convlog.telemetry import SQL_VIEWS as TELEMETRY_VIEWS
 from convlog.telemetry import TelemetryRow, telemetry_sql, to_rows
+
+if TYPE_CHECKING:  # DuckDB is imported when the views are first used, not by `import convlog`
+    import duckdb
+
+    from convlog.duckdb import ViewStore
 
 CostGroup = Literal["conversation", "user", "agent", "model", "day"]
 COST_GROUPS: tuple[str, ...] = ("conversation", "user", "agent", "model", "day")
@@ -106,7 +108,7 @@ class Analytics:
         self.prices = prices
 
     VIEWS: ClassVar[tuple[View, ...]] = (CATALOG, USAGE, TELEMETRY)
-    SQL_VIEWS: ClassVar[dict[str, str]] = {**SQL_VIEWS, **TELEMETRY_VIEWS}
+    SQL_VIEWS: ClassVar[dict[str, str]] = SQL_VIEWS
 
     def refresh(self, *, progress: bool | None = None) -> int:
         return self.views.catch_up(self.store.index, before_batch=self._prices_hook(),
@@ -198,6 +200,8 @@ class Analytics:
     def sql(self, query: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
         """Any SQL over the views, after a catch-up. It runs in a transaction that is
         rolled back: the views are a cache of the log, not a place to store data."""
+        import duckdb  # loaded already: the views are open
+
         with self.views.connect() as con:
             self.refresh()
             con.begin()
@@ -229,7 +233,7 @@ class Analytics:
     def view_names(self) -> list[str]:
         """Every table and SQL view analysts can query by name."""
         tables = [t.name for v in self.VIEWS for t in v.tables]
-        return [*tables, *SQL_VIEWS, *TELEMETRY_VIEWS]
+        return [*tables, *SQL_VIEWS]
 
     def costs(self, *, by: str = "model", since: date | datetime | None = None
               ) -> list[CostRow]:

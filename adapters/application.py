@@ -24,7 +24,7 @@ from uuid import UUID
 
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Mapper, OperationalError, PersistenceError
+from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
 
 from convlog.domain.conversation import Command, Conversation, decide_all, evolve
 from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
@@ -237,16 +237,11 @@ class ConversationStore(Application[UUID]):
         new_ids = [e.message_id for e in events if isinstance(e, MessageAppended)]
         # Straight to the recorder: Application.save would only add per-event protocol
         # checks (~10 us each on Python 3.11) and Recording objects nobody reads.
+        # Storage failures become StorageError in `execute` (storage_errors); a conflict
+        # (IntegrityError) goes back to its retry loop.
         stored = [self.mapper.to_stored_event(env) for env in envelopes]
-        try:
-            self.recorder.insert_events(
-                stored, message_ids=(conversation, new_ids) if new_ids else None)
-        except IntegrityError:
-            raise
-        except OperationalError as exc:
-            raise StorageError(_explain(exc)) from None
-        except PersistenceError as exc:
-            raise StorageError(f"could not write to the event store: {exc}") from None
+        self.recorder.insert_events(
+            stored, message_ids=(conversation, new_ids) if new_ids else None)
         self._remember(conversation, after)
         if after.version // SNAPSHOT_INTERVAL > state.version // SNAPSHOT_INTERVAL:
             self._snapshot(conversation, after)

@@ -33,7 +33,6 @@ from convlog.domain.conversation import (
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
-from convlog.duckdb import ViewStore, default_path
 from convlog.errors import StorageError
 from convlog.handle import ConversationHandle
 from convlog.prices import ModelPrice, PriceTable
@@ -96,10 +95,8 @@ class ConversationLog:
         self.config.check_reachable()
         try:
             self._store = ConversationStore(env=self.config.env())
-        except (OSError, ValueError) as exc:
-            raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None
-        except Exception as exc:  # sqlite3 errors arrive wrapped in several types
-            raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None
+        except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in
+            raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None  # several types
         self._lock = threading.RLock()
         if create:  # a writer will count tokens: load the vocabulary off the hot path
             warm_up_in_background()
@@ -296,6 +293,8 @@ class ConversationLog:
         """The DuckDB read models (opened on first use, next to the event store)."""
         if self._analytics is None:
             option = self.config.options.get("views")
+            from convlog.duckdb import ViewStore, default_path  # DuckDB loads on first use
+
             path = self._views_path or (Path(option) if option else None) or default_path(
                 self.config.path, self.config.backend)
             store = ViewStore(path, Analytics.VIEWS, sql_views=Analytics.SQL_VIEWS)

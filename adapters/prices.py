@@ -21,19 +21,14 @@ import threading
 from decimal import Decimal
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
-from convlog.domain.content import Usage
 from convlog.domain.errors import InvalidInput
 
 ENV_VAR = "CONVLOG_PRICES"
 
-
-class Quote(NamedTuple):
-    usd: float
-    version: str
 
 
 class ModelPrice(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -49,15 +44,6 @@ class ModelPrice(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             value = getattr(self, name)
             if value is not None and not 0 <= value < float("inf"):
                 raise InvalidInput("must be a finite price >= 0", field=name)
-
-    def usd(self, usage: Usage) -> float:
-        read = self.cache_read_per_mtok if self.cache_read_per_mtok is not None else (
-            self.input_per_mtok)
-        write = self.cache_write_per_mtok if self.cache_write_per_mtok is not None else (
-            self.input_per_mtok)
-        return (usage.input_tokens * self.input_per_mtok + usage.output_tokens
-                * self.output_per_mtok + usage.cache_read_tokens * read
-                + usage.cache_write_tokens * write) / 1_000_000
 
 
 def load_overrides(path: str | Path) -> dict[str, ModelPrice]:
@@ -101,10 +87,6 @@ class PriceTable:
             if model not in self._resolved:
                 self._resolved[model] = _lookup(model, self.version)
             return self._resolved[model]
-
-    def quote(self, model: str, usage: Usage) -> Quote | None:
-        found = self.rates(model)
-        return None if found is None else Quote(found[0].usd(usage), found[1])
 
 
 def _rate(value: Any) -> tuple[float | None, bool]:

@@ -21,9 +21,6 @@ from convlog.domain.errors import InvalidInput
 
 TELEMETRY_GROUPS: tuple[str, ...] = ("strategy", "agent", "client", "day", "reason")
 
-SQL_VIEWS: dict[str, str] = {}  # resume_attempts and resumes are tables now (see below)
-
-
 class TelemetryRow(msgspec.Struct, frozen=True, kw_only=True):
     """Attempt-level figures for the group (`attempts`..`p95_latency_ms`) and
     resume-level ones (`resumes`..`memory_lost`). By strategy, a resume counts under
