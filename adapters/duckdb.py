@@ -28,7 +28,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import duckdb
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
@@ -40,6 +40,15 @@ APPLICATION = "convlog"
 VIEWS_FORMAT = 7  # bump when rows change meaning without a table change: forces a rebuild
 BATCH = 100_000  # bigger batches measured 1.4-1.7x faster than 20k; ~30 MB staged
 PROGRESS_THRESHOLD = 50_000
+STAGE = "convlog_stage"  # the scratch in-memory database batches are staged in
+
+
+class Staged(NamedTuple):
+    """A batch staged by the reader: its table, how many events, the last position."""
+
+    table: str
+    events: int
+    last: int
 
 
 class RawReader(Protocol):
@@ -215,33 +224,54 @@ class ViewStore(TrackingRecorder):
             show = sys.stderr.isatty() if progress is None else progress
             show = show and total >= PROGRESS_THRESHOLD
             batches = 0
-            # Read batch N+1 from the event store while DuckDB applies batch N: both
-            # release the GIL, so on two cores the read costs (nearly) nothing.
-            with concurrent.futures.ThreadPoolExecutor(1, "convlog-views-read") as reader:
-                ahead = reader.submit(recorder.select_raw, position, batch)
-                while stop_after is None or batches < stop_after:
-                    rows = ahead.result()
-                    if not rows:
-                        break
-                    ahead = reader.submit(recorder.select_raw, rows[-1][0], batch)
-                    self._apply(con, rows, before_batch)
-                    position = rows[-1][0]
-                    applied += len(rows)
-                    batches += 1
-                    if show:
-                        print(f"\rconvlog: updating views {applied:,}/{total:,} events "
-                              f"({100 * applied // max(total, 1)}%)", end="",
-                              file=sys.stderr, flush=True)
+            # A pipeline on two threads: while this one writes batch N into the views,
+            # the reader reads batch N+1 from the event store and stages it (appender,
+            # JSON parsing) in a scratch in-memory database, on its own cursor. SQLite
+            # and DuckDB release the GIL, so on two cores staging costs (nearly)
+            # nothing; two staging slots alternate, so neither waits for the other's.
+            con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
+            stager = con.cursor()
+            try:
+                with concurrent.futures.ThreadPoolExecutor(1, "convlog-views-read") as reader:
+                    # A small first batch: the pipeline fills after ~1/10 of a batch's
+                    # read instead of a whole one (~0.6 s of a 100k-event batch).
+                    ahead = reader.submit(self._read, stager, recorder, position,
+                                          max(1, batch // 10), 0)
+                    while stop_after is None or batches < stop_after:
+                        staged = ahead.result()
+                        if staged is None:
+                            break
+                        ahead = reader.submit(self._read, stager, recorder, staged.last,
+                                              batch, (batches + 1) % 2)
+                        self._apply(con, staged, before_batch)
+                        applied += staged.events
+                        batches += 1
+                        if show:
+                            print(f"\rconvlog: updating views {applied:,}/{total:,} events "
+                                  f"({100 * applied // max(total, 1)}%)", end="",
+                                  file=sys.stderr, flush=True)
+            finally:
+                stager.close()
+                con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")  # frees the scratch
             if show:
                 print(file=sys.stderr)
         return applied
 
-    def _apply(self, con: duckdb.DuckDBPyConnection,
-               rows: list[tuple[int, str, int, str, str]],
+    def _read(self, cur: duckdb.DuckDBPyConnection, recorder: RawReader, after: int,
+              limit: int, slot: int) -> Staged | None:
+        """Read the next batch from the event store and stage it (reader thread)."""
+        rows = recorder.select_raw(after, limit)
+        if not rows:
+            return None
+        table = f"{STAGE}.batch_{slot}"
+        self._stage(cur, rows, table)
+        return Staged(table, len(rows), rows[-1][0])
+
+    def _apply(self, con: duckdb.DuckDBPyConnection, staged: Staged,
                before_batch: Callable[[duckdb.DuckDBPyConnection], None] | None) -> None:
         con.begin()
         try:
-            self._stage(con, rows)
+            con.execute(f"CREATE OR REPLACE TEMP VIEW batch AS SELECT * FROM {staged.table}")
             if before_batch is not None:
                 before_batch(con)
             for table in self.tables:
@@ -249,38 +279,38 @@ class ViewStore(TrackingRecorder):
                     self._write(con, table)
             for table in (t for t in self.tables if t.derived):
                 self._rederive(con, table)
-            self._track(con, Tracking(APPLICATION, rows[-1][0]))
+            self._track(con, Tracking(APPLICATION, staged.last))
             con.commit()
         except BaseException:
             con.rollback()
             raise
 
-    def _stage(self, con: duckdb.DuckDBPyConnection,
-               rows: list[tuple[int, str, int, str, str]]) -> None:
-        """The batch as the relation ``batch`` (see convlog.projections.views): each
-        event's JSON parsed ONCE into the struct ``e`` of every field a view reads."""
-        con.execute("CREATE TEMP TABLE IF NOT EXISTS raw_batch (position BIGINT, "
+    def _stage(self, cur: duckdb.DuckDBPyConnection,
+               rows: list[tuple[int, str, int, str, str]], table: str) -> None:
+        """The batch as `table`, read by the views as ``batch`` (see
+        convlog.projections.views): each event's JSON parsed ONCE into the struct ``e``
+        of every field a view reads."""
+        cur.execute(f"CREATE OR REPLACE TABLE {STAGE}.raw_batch (position BIGINT, "
                     "conversation_id VARCHAR, version BIGINT, topic VARCHAR, state VARCHAR)")
-        con.execute("DELETE FROM raw_batch")
-        appender = con.appender("raw_batch")
+        appender = cur.appender(f"{STAGE}.raw_batch")
         appender.append_rows(rows)
         appender.flush()
         try:
-            con.execute(f"""
-                CREATE OR REPLACE TEMP TABLE batch AS
+            cur.execute(f"""
+                CREATE OR REPLACE TABLE {table} AS
                 SELECT position, conversation_id, version,
                        split_part(topic, '@', 1) AS topic,
                        COALESCE(TRY_CAST(NULLIF(split_part(topic, '@', 2), '') AS INTEGER),
                                 1) AS v,
                        CAST(e."at" AS TIMESTAMP) AS "at", e
                 FROM (SELECT *, json_transform(state, '{self.fields_schema}') AS e
-                      FROM raw_batch)""")
+                      FROM {STAGE}.raw_batch)""")
         except duckdb.Error as exc:
-            self._raise_corrupt(con, exc)
+            self._raise_corrupt(cur, exc)
 
     @staticmethod
     def _raise_corrupt(con: duckdb.DuckDBPyConnection, exc: duckdb.Error) -> None:
-        bad = con.execute("SELECT conversation_id, version, topic FROM raw_batch "
+        bad = con.execute(f"SELECT conversation_id, version, topic FROM {STAGE}.raw_batch "
                           "WHERE NOT json_valid(state) ORDER BY position LIMIT 1").fetchone()
         if bad is not None:
             raise CorruptEvent(bad[0], bad[1], bad[2], "state is not valid JSON") from None
@@ -303,7 +333,13 @@ class ViewStore(TrackingRecorder):
         if not table.key:
             con.execute(f'INSERT INTO "{table.name}" {table.select}')
             return
-        con.execute(f'INSERT INTO "{table.name}" {table.select} ' + merge_clause(table))
+        # A keyed table: merge the batch's rows with the stored ones, then replace
+        # those rows whole (delete + append). DuckDB's ON CONFLICT DO UPDATE rewrites
+        # every column in place and measured ~2x slower on a 100k-row catalog.
+        con.execute(f"CREATE OR REPLACE TEMP TABLE merged AS {merge_select(table)}")
+        on = " AND ".join(f't."{k}" = m."{k}"' for k in table.key)
+        con.execute(f'DELETE FROM "{table.name}" AS t USING merged AS m WHERE {on}')
+        con.execute(f'INSERT INTO "{table.name}" SELECT * FROM merged')
 
     # ------------------------------------------------------------------ queries
 
@@ -349,18 +385,24 @@ def union_fields(views: Sequence[View]) -> dict[str, Any]:
     return fields
 
 
-def merge_clause(table: Table) -> str:
-    rules = {
-        "first": 'COALESCE("{t}"."{c}", EXCLUDED."{c}")',
-        "last": 'COALESCE(EXCLUDED."{c}", "{t}"."{c}")',
-        "sum": 'COALESCE("{t}"."{c}", 0) + COALESCE(EXCLUDED."{c}", 0)',
-        "max": 'GREATEST("{t}"."{c}", EXCLUDED."{c}")',
-        "any": 'COALESCE("{t}"."{c}", FALSE) OR COALESCE(EXCLUDED."{c}", FALSE)',
-    }
-    sets = ", ".join(f'"{c.name}" = ' + rules[c.merge].format(t=table.name, c=c.name)
-                     for c in table.columns if c.merge != "key")
-    key = ", ".join(f'"{k}"' for k in table.key)
-    return f"ON CONFLICT ({key}) DO UPDATE SET {sets}"
+_MERGE_RULES = {
+    "key": 'b."{c}"',
+    "first": 'COALESCE(t."{c}", b."{c}")',
+    "last": 'COALESCE(b."{c}", t."{c}")',
+    "sum": 'COALESCE(t."{c}", 0) + COALESCE(b."{c}", 0)',
+    "max": 'GREATEST(t."{c}", b."{c}")',
+    "any": 'COALESCE(t."{c}", FALSE) OR COALESCE(b."{c}", FALSE)',
+}
+
+
+def merge_select(table: Table) -> str:
+    """The batch's rows of a keyed table (`b`) merged with the stored ones (`t`),
+    column by column with each column's merge rule: one row per key."""
+    names = ", ".join(f'"{c.name}"' for c in table.columns)
+    merged = ", ".join(_MERGE_RULES[c.merge].format(c=c.name) for c in table.columns)
+    on = " AND ".join(f't."{k}" = b."{k}"' for k in table.key)
+    return (f"SELECT {merged} FROM (SELECT * FROM ({table.select}) AS rows({names})) AS b "
+            f'LEFT JOIN "{table.name}" AS t ON {on}')
 
 
 def default_path(event_store_path: Path | None, backend: str = "sqlite") -> Path | None:

@@ -160,6 +160,68 @@ def test_views_are_a_cache_that_can_be_deleted(sqlite_url: str, tmp_path: Path) 
         assert [(r.key, r.message_count, r.cost_usd) for r in log.sessions()] == before
 
 
+def view_rows(views: Path) -> dict[str, list[tuple[object, ...]]]:
+    with duckdb.connect(str(views)) as con:
+        tables = ("sessions", "messages", "conversation_usage", "conversation_agents")
+        # USD sums are doubles: added in another order, the last bit may differ
+        return {t: [tuple(round(v, 12) if isinstance(v, float) else v for v in row)
+                    for row in con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()]
+                for t in tables}
+
+
+def test_a_catch_up_in_many_small_batches_equals_one_in_a_single_batch(
+        sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches are staged by a reader thread in two alternating slots while the
+    previous one is applied: the rows must not depend on where batches are cut, even
+    for a response whose records (usage repeated) land in different batches."""
+    from convlog import duckdb as views_module
+
+    fill(sqlite_url, conversations=5, turns=6)
+    with convlog.open(sqlite_url) as log:
+        usage = convlog.Usage(input_tokens=1000, output_tokens=50)
+        for part in range(3):  # one response, three records, three turns
+            log.append("c1", convlog.assistant(f"part {part}", id=f"r-{part}",
+                                               model="gpt-4o", usage=usage,
+                                               response_id="resp-1"))
+    with convlog.open(sqlite_url) as log:
+        assert log.rebuild_views() == 5 * (1 + 12) + 3
+    whole = view_rows(tmp_path / "convlog.duckdb")
+    monkeypatch.setattr(views_module, "BATCH", 4)
+    with convlog.open(sqlite_url) as log:
+        assert log.rebuild_views() == 68
+    assert view_rows(tmp_path / "convlog.duckdb") == whole
+    with convlog.open(sqlite_url) as log:
+        (row,) = [r for r in log.costs(by="conversation") if r.group == "c1"]
+    assert row.input_tokens == 6 * 100 + 1000  # the response's usage counted once
+
+
+def test_a_corrupt_event_stops_the_catch_up_at_its_batch_naming_it(
+        sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bad event in a later batch (staged ahead by the reader) fails the catch-up
+    with a CorruptEvent naming it; the batches before it stay applied, exactly once."""
+    import sqlite3
+
+    from convlog import duckdb as views_module
+    from convlog.errors import CorruptEvent
+
+    fill(sqlite_url, conversations=4, turns=3)  # 4 * (1 + 6) = 28 events
+    db = str(tmp_path / "convlog.db")
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE stored_events SET state = CAST('{not json' AS BLOB) "
+                    "WHERE rowid = 20")
+        (stream, version) = raw.execute("SELECT originator_id, originator_version "
+                                        "FROM stored_events WHERE rowid = 20").fetchone()
+    monkeypatch.setattr(views_module, "BATCH", 5)  # the first batch is 1, then 5s
+    with convlog.open(sqlite_url) as log, pytest.raises(CorruptEvent) as caught:
+        log.refresh_views()
+    assert f"position {version}" in str(caught.value) and stream in str(caught.value)
+    with duckdb.connect(str(tmp_path / "convlog.duckdb")) as con:
+        tracked = con.execute("SELECT notification_id FROM convlog_tracking").fetchone()
+        applied = con.execute("SELECT count(*) FROM messages").fetchone()
+    assert tracked == (16,)  # 1 + 5 + 5 + 5: the batch holding event 20 is not applied
+    assert applied is not None and applied[0] == 16 - 4 + 1  # no half batch either
+
+
 CATCH_UP = textwrap.dedent("""
     import sys, convlog
     from convlog import duckdb as views
