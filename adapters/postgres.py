@@ -2,8 +2,8 @@
 
 Selected with ``PERSISTENCE_MODULE=convlog.postgres:Factory`` (done by
 `convlog.storage` for ``postgresql://`` URLs). Same shape as convlog.sqlite: a
-``convlog_message_ids`` table written in the SAME transaction as the events (through
-eventsourcing's `_insert_events` hook, inside its pipelined transaction), so a
+``convlog_message_ids`` table written in the SAME transaction as the events (right
+after them, inside eventsourcing's pipelined transaction), so a
 retried turn is a no-op however many hosts write; and `select_raw` for the views.
 
 Writers: eventsourcing locks the events table per insert (EXCLUSIVE mode) so that
@@ -74,13 +74,26 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder):
             "FROM {schema}.{table} WHERE notification_id > %s "
             "ORDER BY notification_id LIMIT %s").format(
                 schema=schema, table=Identifier(self.events_table_name))
+        self._select_tail = SQL(
+            "SELECT originator_version, topic, state FROM {schema}.{table} "
+            "WHERE originator_id = %s AND topic = ANY(%s) "
+            "ORDER BY originator_version DESC LIMIT %s").format(
+                schema=schema, table=Identifier(self.events_table_name))
 
-    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent],
-                       **kwargs: Any) -> None:
+    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
+                              **kwargs: Any) -> None:
+        # After the events, inside the block whose pipeline sync reports the FIRST
+        # failed statement: a known message id then raises IntegrityError (a retry
+        # that convlog resolves). From eventsourcing's earlier `_insert_events` hook,
+        # the next command could be sent before the error arrived and fail instead
+        # with PipelineAborted, an OperationalError that was retried 10 times and
+        # then reported as a storage failure (a flaky test found it).
+        super()._insert_stored_events(curs, stored_events, **kwargs)
         message_ids: tuple[UUID, Sequence[str]] | None = kwargs.get("message_ids")
-        if message_ids:
+        if message_ids:  # own cursor: `curs` holds the RETURNING ids eventsourcing reads
             conversation, new_ids = message_ids
-            curs.executemany(self._insert_ids, [(conversation, m) for m in new_ids])
+            with curs.connection.cursor() as ids:
+                ids.executemany(self._insert_ids, [(conversation, m) for m in new_ids])
 
     def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]:
         with self.datastore.transaction(commit=False) as curs:
@@ -96,6 +109,14 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder):
                      bytes(row["state"]).decode("utf-8", "replace"))
                     for row in curs.fetchall()]
 
+
+    def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
+                    ) -> list[tuple[int, str, bytes]]:
+        """See convlog.sqlite.SQLiteConvlogRecorder.select_tail."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(self._select_tail, (originator_id, list(topics), limit))
+            return [(row["originator_version"], row["topic"], bytes(row["state"]))
+                    for row in curs.fetchall()]
 
     def wait_for_changes(self, timeout: float) -> None:
         """Block until a writer commits (LISTEN on the channel eventsourcing NOTIFYs on
