@@ -24,17 +24,18 @@ from uuid import UUID
 
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
+from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError, StoredEvent
 
 from convlog.domain.conversation import Command, Conversation, decide_all, evolve
 from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
 from convlog.errors import ConcurrencyError, StorageError
-from convlog.mapper import Envelope, MsgspecMapper
+from convlog.mapper import Envelope, MsgspecMapper, all_topics
 
 SNAPSHOT_INTERVAL = 500
 F = TypeVar("F", bound=Callable[..., Any])
 CONFLICT_TIMEOUT = 30.0
 """How long a write keeps retrying while other writers win the same conversation."""
+MESSAGE_TOPICS = all_topics(MessageAppended)
 
 
 class IndexedRecorder(Protocol):
@@ -45,6 +46,9 @@ class IndexedRecorder(Protocol):
     def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]: ...
 
     def max_notification_id(self) -> int | None: ...
+
+    def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
+                    ) -> list[tuple[int, str, bytes]]: ...
 
 
 def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conversation | None:
@@ -127,6 +131,12 @@ class ConversationStore(Application[UUID]):
             time.sleep(timeout)
 
     @property
+    def codec(self) -> MsgspecMapper:
+        mapper = self.mapper
+        assert isinstance(mapper, MsgspecMapper)
+        return mapper
+
+    @property
     def index(self) -> IndexedRecorder:
         recorder: Any = self.recorder
         return recorder  # type: ignore[no-any-return]
@@ -183,6 +193,16 @@ class ConversationStore(Application[UUID]):
     ) -> list[Recorded]:
         envelopes = self.events.get(conversation, gt=after, lte=upto, desc=desc, limit=limit)
         return [Recorded(e.originator_version, e.event) for e in envelopes]  # type: ignore[attr-defined]
+
+    @storage_errors
+    def last_messages(self, conversation: UUID, count: int) -> list[MessageAppended]:
+        """The conversation's newest `count` messages, newest first: only message
+        rows are read, and each is decoded straight to its event."""
+        rows = self.index.select_tail(conversation, MESSAGE_TOPICS, count)
+        codec = self.codec
+        return [codec.decode(StoredEvent(originator_id=conversation, originator_version=version,
+                                         topic=topic, state=state))
+                for version, topic, state in rows]
 
     # ------------------------------------------------------------------ writing
 

@@ -220,23 +220,13 @@ class ConversationLog:
         return recorded
 
     def messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
-        """Messages in order. `last=N` returns the newest N, read from the tail of the
-        log page by page (descending, indexed), never by replaying the conversation."""
+        """Messages in order. `last=N` returns the newest N: only those N rows are read,
+        walking the conversation's index backwards, never replaying the conversation."""
         if last is None:
             return [r.event for r in self.events(key) if isinstance(r.event, MessageAppended)]
         if last <= 0:
             raise InvalidInput("last must be positive", field="last")
-        cid = conversation_id(key)
-        found: list[MessageAppended] = []
-        upto: int | None = None
-        while len(found) < last:
-            page = self._store.recorded(cid, upto=upto, desc=True, limit=last + 8)
-            if not page:
-                break
-            found.extend(r.event for r in page if isinstance(r.event, MessageAppended))
-            upto = page[-1].version - 1
-            if upto < 1:
-                break
+        found = self._store.last_messages(conversation_id(key), last)
         if not found and not self.exists(key):
             raise UnknownConversation(key)
         return found[:last][::-1]

@@ -39,6 +39,18 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
                  n.state.decode("utf-8", "replace")) for n in self.select_notifications(
                      after + 1, limit)]
 
+    def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
+                    ) -> list[tuple[int, str, bytes]]:
+        """See SQLiteConvlogRecorder.select_tail."""
+        found: list[tuple[int, str, bytes]] = []
+        for stored in self.select_events(originator_id, desc=True):
+            if stored.topic in topics:
+                found.append((stored.originator_version, stored.topic, stored.state))
+                if len(found) == limit:
+                    break
+        return found
+
+
 class Factory(POPOFactory):
     def application_recorder(self) -> ApplicationRecorder:
         return POPOConvlogRecorder()
