@@ -82,14 +82,14 @@ class MsgspecMapper(Mapper[UUID]):
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         assert isinstance(domain_event, Envelope), domain_event
-        payload = domain_event.event
-        topic = self._topics[type(payload)]
-        return StoredEvent(
-            originator_id=domain_event.originator_id,
-            originator_version=domain_event.originator_version,
-            topic=topic,
-            state=self._encoder.encode(payload),
-        )
+        return self.store(domain_event.originator_id, domain_event.originator_version,
+                          domain_event.event)
+
+    def store(self, originator_id: UUID, version: int, payload: Any) -> StoredEvent:
+        """The stored form of one event (or snapshot) at `version` of a stream."""
+        return StoredEvent(originator_id=originator_id, originator_version=version,
+                           topic=self._topics[type(payload)],
+                           state=self._encoder.encode(payload))
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         originator_id = stored_event.originator_id
