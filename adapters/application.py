@@ -26,7 +26,7 @@ import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError, StoredEvent
 
-from convlog.domain.conversation import Command, Conversation, decide_all, evolve
+from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
 from convlog.errors import ConcurrencyError, StorageError
 from convlog.mapper import Envelope, MsgspecMapper, all_topics
@@ -227,14 +227,14 @@ class ConversationStore(Application[UUID]):
             attempt += 1
             state = self.load(conversation, key, fresh=fresh)
             now = datetime.now(UTC)
-            events = decide_all(state, commands(state, fresh), now, origins)
+            events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
             if not events:
                 if fresh:
                     return state, []
                 fresh = True  # "nothing to do" may come from a stale state: check
                 continue
             try:
-                return self._save(conversation, state, events)
+                return self._save(conversation, state, events, after)
             except IntegrityError:
                 if time.monotonic() > deadline:
                     raise ConcurrencyError(
@@ -247,15 +247,15 @@ class ConversationStore(Application[UUID]):
                 fresh = True
 
     def _save(
-        self, conversation: UUID, state: Conversation, events: list[Event]
+        self, conversation: UUID, state: Conversation, events: list[Event],
+        after: Conversation,
     ) -> tuple[Conversation, list[Recorded]]:
-        after = msgspec.structs.replace(state)
+        """Record `events` (decided against `state`, which they turn into `after`)."""
         store = self.codec.store
         stored, recorded, new_ids = [], [], []
-        for event in events:
-            evolve(after, event)
-            stored.append(store(conversation, after.version, event))
-            recorded.append(Recorded(after.version, event))  # type: ignore[arg-type]
+        for version, event in enumerate(events, state.version + 1):
+            stored.append(store(conversation, version, event))
+            recorded.append(Recorded(version, event))  # type: ignore[arg-type]
             if isinstance(event, MessageAppended):
                 new_ids.append(event.message_id)
         # Straight to the recorder: Application.save would only add per-event protocol

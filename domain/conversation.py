@@ -239,6 +239,17 @@ def decide_all(
     sees the effect of the ones before it. The first invalid command raises, located
     at its origin (``stdin:3``) when `origins` says where each command came from, else
     at its index; nothing of the batch is then recorded."""
+    return decide_and_evolve(state, commands, now, origins)[0]
+
+
+def decide_and_evolve(
+    state: Conversation,
+    commands: Sequence[Command],
+    now: datetime,
+    origins: Sequence[str] | None = None,
+) -> tuple[list[Event], Conversation]:
+    """`decide_all`, and the state after its events (a new object; `state` is not
+    changed), so a writer need not fold the events a second time."""
     scratch = msgspec.structs.replace(state)
     out: list[Event] = []
     batch_ids: set[str] = set()
@@ -254,7 +265,7 @@ def decide_all(
         for event in events:
             evolve(scratch, event)
         out.extend(events)
-    return out
+    return out, scratch
 
 
 def _check_unique_in_batch(command: AppendMessages, seen: set[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import msgspec
 import pytest
 
 import convlog
@@ -19,6 +20,8 @@ from convlog.domain.conversation import (
     conversation_id,
     decide,
     decide_all,
+    decide_and_evolve,
+    evolve,
     fold,
 )
 from convlog.domain.errors import InvalidInput, SystemMessageRejected, UnknownConversation
@@ -100,6 +103,19 @@ def test_clear_starts_a_new_epoch_after_the_history() -> None:
     events = decide_all(state, [AppendMessages(messages=[convlog.user("x")]), Clear()], NOW)
     after = fold("k", [*decide(Conversation(key="k"), StartSession(), NOW), *events])
     assert after.epoch == 1 and after.epoch_start_version == 3 and after.message_count == 1
+
+
+def test_decide_and_evolve_returns_the_folded_state_and_leaves_its_input_alone() -> None:
+    state = started()
+    commands: list[Command] = [AppendMessages(messages=[convlog.user("x"), convlog.user("y")]),
+                               Archive(), Clear()]
+    events, after = decide_and_evolve(state, commands, NOW)
+    assert events == decide_all(state, commands, NOW)
+    folded = msgspec.structs.replace(state)
+    for event in events:
+        evolve(folded, event)
+    assert after == folded and after is not state
+    assert state.version == 1 and state.message_count == 0  # the input is unchanged
 
 
 def test_binding_the_same_native_session_again_records_nothing() -> None:
