@@ -28,7 +28,8 @@ file next to them (``convlog.duckdb``):
    uses ``?synchronous=off`` for the fill only (then reopened at the default).
    Then:
    a. full catch-up: ``log.rebuild_views(progress=False)`` (drop every view, catch up
-      from event 1), repeated; events/s, median.
+      from event 1), repeated; events/s, median. Once first in a new process, for its
+      peak resident memory (VmHWM, the interpreter and imports included).
    b. incremental catch-up: 10k new events (new conversations, and new turns in
       existing ones, which merge into existing catalog rows) then
       ``log.refresh_views(progress=False)``; time and events/s, median of repeats.
@@ -73,6 +74,8 @@ import pstats
 import random
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -411,6 +414,22 @@ def fill(path: Path, keys: Sequence[str], build: Callable[[int], tuple[list[Comm
     return Fill(len(keys), events, seconds, simulated, attempts)
 
 
+REBUILD = """
+import sys, convlog
+with convlog.open(sys.argv[1]) as log:
+    log.rebuild_views(progress=False)
+print([line for line in open("/proc/self/status") if line.startswith("VmHWM")][0].split()[1])
+"""
+
+
+def rebuild_peak_rss_mib(path: Path) -> float:
+    """Peak resident memory (VmHWM) of a new process that rebuilds every view of the
+    store at `path` (imports and interpreter included)."""
+    out = subprocess.run([sys.executable, "-c", REBUILD, sqlite_url(path)], check=True,
+                         capture_output=True, text=True)
+    return int(out.stdout.split()[-1]) / 1024
+
+
 def catalog_key(c: int) -> str:
     return f"bench:catalog:{c}"
 
@@ -739,6 +758,9 @@ def run(cfg: Config) -> None:
         path, catalog_fill = build_catalog(tmp, cfg, content)
         topics = topic_counts(path)
         print("  events by topic: " + ", ".join(f"{t} {n:,}" for t, n in topics.items()))
+        rebuild_mib = rebuild_peak_rss_mib(path)
+        print(f"  peak resident memory of a rebuild in a new process: {rebuild_mib:,.0f} MiB",
+              flush=True)
         log = convlog.open(sqlite_url(path))
         print("  full catch-ups (log.rebuild_views):", flush=True)
         full = full_catch_ups(log, cfg.catchup_repeats, "catalog full")
@@ -754,7 +776,8 @@ def run(cfg: Config) -> None:
         payload["catalog"] = {
             "fill": asdict(catalog_fill), "topics": topics, "events_in_log": store_events,
             "sqlite_mb": disk_mb(path), "duckdb_mb": duckdb_mb,
-            "full_catch_up": asdict(full), "incremental_catch_up": asdict(incremental),
+            "rebuild_peak_rss_mib": rebuild_mib, "full_catch_up": asdict(full),
+            "incremental_catch_up": asdict(incremental),
             "sessions_rows_for_user": sessions_count,
             "queries": [asdict(q) | {"p50_ns": q.p50, "p95_ns": q.p95} for q in queries]}
 
@@ -785,7 +808,9 @@ def run(cfg: Config) -> None:
     rows = [catch_up_row("catch-up, catalog mix, from zero", full),
             small_catch_up_row(f"catch-up, {cfg.incremental_events // 1000}k new events "
                                f"onto {catalog_fill.events // 1000}k", incremental),
-            catch_up_row("catch-up, resume telemetry events, from zero", tfull)]
+            catch_up_row("catch-up, resume telemetry events, from zero", tfull),
+            Row("peak resident memory of a catalog rebuild (new process)",
+                f"{rebuild_mib:,.0f} MiB", "", "")]
     for q in queries:
         headline = q.name == f'log.sessions(user="{cfg.user}")'
         rows.append(latency_row(q, CATALOG_TARGET_MS if headline else None))
