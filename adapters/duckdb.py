@@ -221,6 +221,8 @@ class ViewStore(TrackingRecorder):
         with self.connect() as con:
             position = self._max(con, APPLICATION) or 0
             total = (recorder.max_notification_id() or 0) - position
+            if total <= 0:  # the common case of a query's catch-up: nothing new to stage
+                return 0
             show = sys.stderr.isatty() if progress is None else progress
             show = show and total >= PROGRESS_THRESHOLD
             batches = 0

@@ -229,7 +229,7 @@ class ConversationLog:
         found = self._store.last_messages(conversation_id(key), last)
         if not found and not self.exists(key):
             raise UnknownConversation(key)
-        return found[:last][::-1]
+        return found[::-1]  # select_tail already stopped at `last`, newest first
 
     def transcript(self, key: str) -> list[TranscriptLine]:
         return transcript(self.events(key))
