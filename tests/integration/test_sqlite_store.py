@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import convlog
+import convlog.sqlite
 from convlog.application import SNAPSHOT_INTERVAL
 from convlog.domain.conversation import conversation_id, fold
 
@@ -124,3 +127,31 @@ def test_synchronous_option_is_applied(tmp_path: Path) -> None:
         with log.store.recorder.datastore.transaction(commit=False) as c:  # type: ignore[attr-defined]
             c.execute("PRAGMA synchronous")
             assert c.fetchone()[0] == 2  # FULL
+
+
+def _checkpoint_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "convlog-sqlite-checkpoint"]
+
+
+def test_the_wal_is_checkpointed_off_the_writers_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With fewer WAL pages than the in-line limit, only the background checkpointer
+    copies pages into the database file: the file grows while appends return."""
+    monkeypatch.setattr(convlog.sqlite, "CHECKPOINT_EVERY_COMMITS", 5)
+    path = tmp_path / "c.db"
+    with convlog.open(f"sqlite:///{path}") as log:
+        log.append("k", convlog.user("first", id="m0"))
+        empty = path.stat().st_size
+        writer = log.store.recorder._writer  # type: ignore[attr-defined]
+        assert writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == (
+            convlog.sqlite.WAL_HARD_LIMIT_PAGES)
+        for n in range(20):
+            log.append_turn("k", [convlog.user("x" * 3000, id=f"t{n}-{i}") for i in range(5)])
+        assert len(_checkpoint_threads()) == 1
+        deadline = time.monotonic() + 30
+        while path.stat().st_size <= empty and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert path.stat().st_size > empty
+        assert len(log.messages("k")) == 101
+    assert _checkpoint_threads() == []  # closing the log stops the thread
+
