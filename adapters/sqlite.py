@@ -9,15 +9,14 @@ Selected with ``PERSISTENCE_MODULE=convlog.sqlite`` (done by `convlog.storage` f
   third of the single-append rate on this machine: one fsync per commit; see
   `make bench`), and
 * one dedicated connection for writes (see `insert_events`),
-* WAL checkpoints on a thread of their own (see `_Checkpointer`), and
-* a ``convlog_message_ids`` table, written in the SAME transaction as the events,
-  whose primary key makes a message id unique per conversation. Retried turns are
-  no-ops, and the check costs one indexed lookup however long the conversation is.
+* WAL checkpoints on a thread of their own (see `convlog.sqlite_wal`), and
+* a ``convlog_stream_message_ids`` table, written in the SAME transaction as the
+  events, whose primary key makes a message id unique per conversation. Retried turns
+  are no-ops, and the check costs one indexed lookup however long the conversation is.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -37,14 +36,10 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
+from convlog.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
+
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit
-WAL_HARD_LIMIT_PAGES = 4000
-"""A commit that finds the WAL this long checkpoints it in line (SQLite's own
-autocheckpoint, raised from its default of 1,000 pages): the safety net for when the
-background checkpointer cannot keep up. 4,000 pages are 16 MiB with 4 KiB pages."""
-CHECKPOINT_EVERY_COMMITS = 100
-"""The writer wakes the background checkpointer after this many commits."""
 
 
 class _TunedPool(SQLiteConnectionPool):
@@ -59,85 +54,66 @@ class _TunedPool(SQLiteConnectionPool):
         return connection
 
 
-class _Checkpointer:
-    """Copies the WAL back into the database file on a daemon thread of its own.
+class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
+    """Stored events plus the message-id index, in one transaction per save.
 
-    Left to SQLite, the commit that takes the WAL past 1,000 pages does that copy
-    itself (4 MiB of page writes and two fsyncs): every 100 to 300 turns, one append
-    pays for all of them, about a fifth of the append path's time when measured
-    (`make bench`). Here the writer only counts its commits and wakes this thread,
-    whose PASSIVE checkpoint runs on its own connection, outside the GIL, and never
-    blocks a writer or a reader. Durability is unchanged: a checkpoint only moves
-    pages that are already committed to the WAL. If this thread falls behind (a
-    reader pinning an old snapshot, a loaded host), the in-line autocheckpoint at
-    `WAL_HARD_LIMIT_PAGES` still bounds the WAL.
+    Storage format (a contract with every existing file): the index is keyed by
+    (stream, message id), where a stream is numbered by the rowid of its first event
+    (version 1, never deleted). Keying it by the 32-hex stream id, as the first
+    format (``convlog_message_ids``) did, made every index entry ~30 bytes longer and
+    an append in turns ~3 us a message slower; `create_table` migrates that format.
     """
 
-    def __init__(self, db_name: str, timeout: float) -> None:
-        self._db_name = db_name
-        self._timeout = timeout
-        self._wake = threading.Event()
-        self._closed = False
-        self._commits = 0
-        self._thread: threading.Thread | None = None
-
-    def committed(self) -> None:
-        """Called by the writer after each commit (under its lock)."""
-        self._commits += 1
-        if self._commits < CHECKPOINT_EVERY_COMMITS:
-            return
-        self._commits = 0
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, daemon=True,
-                                            name="convlog-sqlite-checkpoint")
-            self._thread.start()
-        self._wake.set()
-
-    def _run(self) -> None:
-        try:
-            conn = sqlite3.connect(self._db_name, uri=True, check_same_thread=False,
-                                   isolation_level=None, timeout=self._timeout)
-        except sqlite3.Error:
-            return  # the in-line autocheckpoint still bounds the WAL
-        try:
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._closed:
-                    return
-                # Best effort: a busy or failing checkpoint is retried on the next
-                # wake-up, and the writer's autocheckpoint is the safety net.
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        finally:
-            conn.close()
-
-    def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-
-class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
-    """Stored events plus the message-id index, in one transaction per save."""
-
-    index_table = "convlog_message_ids"
+    index_table = "convlog_stream_message_ids"
+    old_index_table = "convlog_message_ids"
 
     def __init__(self, datastore: Any, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name)
         self._writer: sqlite3.Connection | None = None
         self._writer_lock = threading.Lock()
-        self._checkpointer: _Checkpointer | None = None
+        self._checkpointer: Checkpointer | None = None
+        self._stream_number = (f"SELECT rowid FROM {self.events_table_name} "
+                               "WHERE originator_id = ? AND originator_version = 1")
 
     def construct_create_table_statements(self) -> list[str]:
         return [
             *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {self.index_table} ("
-            "conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, "
-            "PRIMARY KEY (conversation_id, message_id)) WITHOUT ROWID",
+            "stream INTEGER NOT NULL, message_id TEXT NOT NULL, "
+            "PRIMARY KEY (stream, message_id)) WITHOUT ROWID",
         ]
+
+    def create_table(self) -> None:
+        super().create_table()
+        if self._has_table(self.old_index_table):
+            self._migrate_old_index()
+
+    def _has_table(self, name: str) -> bool:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name])
+            return c.fetchone() is not None
+
+    def _migrate_old_index(self) -> None:
+        """Move the first format's index into the current one, in one transaction
+        (a crash leaves the old format whole, and the next open migrates it again);
+        another process may have migrated it meanwhile, hence the second look."""
+        with self._writer_lock:
+            conn = self._writer or self._connect_writer()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                [self.old_index_table]).fetchone():
+                    conn.execute(
+                        f"INSERT OR IGNORE INTO {self.index_table} (stream, message_id) "
+                        f"SELECT e.rowid, m.message_id FROM {self.old_index_table} m "
+                        f"JOIN {self.events_table_name} e ON e.originator_id = m.conversation_id"
+                        " AND e.originator_version = 1")
+                    conn.execute(f"DROP TABLE {self.old_index_table}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -178,7 +154,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
         conn.execute(f"PRAGMA synchronous={getattr(pool, 'synchronous', 'normal')}")
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_HARD_LIMIT_PAGES}")
         if str(mode).lower() == "wal":  # checkpoints exist only in WAL mode
-            self._checkpointer = _Checkpointer(pool.db_name, pool.lock_timeout or 5)
+            self._checkpointer = Checkpointer(pool.db_name, pool.lock_timeout or 5)
         self._writer = conn
         return conn
 
@@ -189,8 +165,12 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
              s.originator_version, s.topic, s.state) for s in stored_events])
         if message_ids:
             conversation, new_ids = message_ids
+            first = conn.execute(self._stream_number, [conversation.hex]).fetchone()
+            if first is None:  # the file lost the stream's first event: not a conflict
+                raise sqlite3.DatabaseError(
+                    f"stream {conversation.hex} has no event at version 1")
             conn.executemany(f"INSERT INTO {self.index_table} VALUES (?, ?)",
-                             [(conversation.hex, m) for m in new_ids])
+                             [(first[0], m) for m in new_ids])
 
     def close_writer(self) -> None:
         with self._writer_lock:
@@ -207,7 +187,8 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
             for i in range(0, len(message_ids), _IN_CHUNK):
                 chunk = list(message_ids[i : i + _IN_CHUNK])
                 c.execute(
-                    f"SELECT message_id FROM {self.index_table} WHERE conversation_id = ? "
+                    f"SELECT message_id FROM {self.index_table} "
+                    f"WHERE stream = ({self._stream_number}) "
                     f"AND message_id IN ({','.join('?' * len(chunk))})",
                     [conversation.hex, *chunk],
                 )

@@ -98,7 +98,7 @@ def stored_rows(path: Path) -> tuple[int, int]:
     con = sqlite3.connect(path)
     try:
         events = con.execute("SELECT count(*) FROM stored_events").fetchone()[0]
-        ids = con.execute("SELECT count(*) FROM convlog_message_ids").fetchone()[0]
+        ids = con.execute("SELECT count(*) FROM convlog_stream_message_ids").fetchone()[0]
         assert [r[0] for r in con.execute("PRAGMA integrity_check")] == ["ok"]
     finally:
         con.close()

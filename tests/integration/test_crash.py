@@ -264,7 +264,8 @@ def raw_counts(path: Path, key: str) -> tuple[int, int]:
             "SELECT count(*) FROM stored_events WHERE originator_id = ? "
             "AND topic = 'message_appended'", [cid]).fetchone()[0]
         indexed = con.execute(
-            "SELECT count(*) FROM convlog_message_ids WHERE conversation_id = ?",
+            "SELECT count(*) FROM convlog_stream_message_ids WHERE stream = (SELECT rowid "
+            "FROM stored_events WHERE originator_id = ? AND originator_version = 1)",
             [cid]).fetchone()[0]
     finally:
         con.close()

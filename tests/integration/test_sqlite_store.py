@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import convlog
-import convlog.sqlite
+import convlog.sqlite_wal
 from convlog.application import SNAPSHOT_INTERVAL
 from convlog.domain.conversation import conversation_id, fold
 
@@ -75,8 +75,44 @@ def test_the_message_index_is_in_the_same_database(sqlite_url: str) -> None:
     with convlog.open(sqlite_url) as log:
         log.append("k", convlog.user("x", id="m1"))
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
-        rows = db.execute("SELECT conversation_id, message_id FROM convlog_message_ids").fetchall()
-    assert rows == [(conversation_id("k").hex, "m1")]
+        rows = db.execute(
+            "SELECT e.originator_id, e.originator_version, i.message_id "
+            "FROM convlog_stream_message_ids i JOIN stored_events e ON e.rowid = i.stream"
+        ).fetchall()
+    assert rows == [(conversation_id("k").hex, 1, "m1")]
+
+
+def _to_first_format(path: Path) -> None:
+    """Rewrite a file's message-id index into the first storage format (keyed by the
+    32-hex stream id), as files written before the stream-numbered index hold it."""
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE convlog_message_ids (conversation_id TEXT NOT NULL, "
+                   "message_id TEXT NOT NULL, PRIMARY KEY (conversation_id, message_id)) "
+                   "WITHOUT ROWID")
+        db.execute("INSERT INTO convlog_message_ids SELECT e.originator_id, i.message_id "
+                   "FROM convlog_stream_message_ids i JOIN stored_events e ON e.rowid = i.stream")
+        db.execute("DROP TABLE convlog_stream_message_ids")
+    db.close()
+
+
+def test_a_file_of_the_first_index_format_is_migrated_on_open(sqlite_url: str) -> None:
+    path = Path(sqlite_url.removeprefix("sqlite:///"))
+    with convlog.open(sqlite_url) as log:
+        log.append_turn("a", [convlog.user("a1", id="m1"), convlog.assistant("a2", id="m2")])
+        log.append_turn("b", [convlog.user("b1", id="m1")])
+    _to_first_format(path)
+    with convlog.open(sqlite_url) as log:
+        retried = log.append_turn("a", [convlog.user("a1", id="m1"),
+                                        convlog.user("a3", id="m3")])
+        assert (retried.appended, retried.skipped) == (["m3"], ["m1"])
+        assert log.append("b", convlog.user("b1", id="m1")).skipped == ["m1"]
+        assert [m.message_id for m in log.messages("a")] == ["m1", "m2", "m3"]
+    with sqlite3.connect(path) as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        (indexed,) = db.execute("SELECT count(*) FROM convlog_stream_message_ids").fetchone()
+    db.close()
+    assert "convlog_message_ids" not in tables
+    assert indexed == 4
 
 
 def test_read_only_open_does_not_create_a_file(tmp_path: Path) -> None:
@@ -137,14 +173,14 @@ def test_the_wal_is_checkpointed_off_the_writers_thread(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With fewer WAL pages than the in-line limit, only the background checkpointer
     copies pages into the database file: the file grows while appends return."""
-    monkeypatch.setattr(convlog.sqlite, "CHECKPOINT_EVERY_COMMITS", 5)
+    monkeypatch.setattr(convlog.sqlite_wal, "CHECKPOINT_EVERY_COMMITS", 5)
     path = tmp_path / "c.db"
     with convlog.open(f"sqlite:///{path}") as log:
         log.append("k", convlog.user("first", id="m0"))
         empty = path.stat().st_size
         writer = log.store.recorder._writer  # type: ignore[attr-defined]
         assert writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == (
-            convlog.sqlite.WAL_HARD_LIMIT_PAGES)
+            convlog.sqlite_wal.WAL_HARD_LIMIT_PAGES)
         for n in range(20):
             log.append_turn("k", [convlog.user("x" * 3000, id=f"t{n}-{i}") for i in range(5)])
         assert len(_checkpoint_threads()) == 1
