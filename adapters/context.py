@@ -8,7 +8,6 @@ an event (so it is made once and replayable), and formats the result.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
@@ -237,6 +236,8 @@ class ContextBuilder:
     async def build_async(self, key: str, budget: Budget, fmt: str, exclude: frozenset[str],
                           summarizer: Summarizer | AsyncSummarizer | None,
                           summarizer_name: str | None) -> Context:
+        import asyncio  # here, not at import time: a synchronous host never pays for it
+
         state, window, form = await asyncio.to_thread(self.prepare, key, budget, fmt, exclude)
         if window.omitted and summarizer is not None:
             end, picked = await asyncio.to_thread(self.to_summarize, state, window, exclude)

@@ -19,7 +19,6 @@ import hashlib
 import os
 import threading
 from decimal import Decimal
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +70,8 @@ class PriceTable:
         env_path = os.environ.get(ENV_VAR)
         self.overrides = {**(load_overrides(env_path) if env_path else {}),
                           **(overrides or {})}
+        from importlib.metadata import version  # ~4 MiB of imports: only when pricing
+
         self.version = f"genai-prices {version('genai-prices')}"
         self.fingerprint = hashlib.sha1(msgspec.json.encode(
             [self.version, sorted(self.overrides.items())])).hexdigest()[:16]

@@ -22,7 +22,6 @@ never crashes the host: every failure becomes a recorded outcome.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import inspect
 import re
@@ -128,7 +127,7 @@ class ResumeOutcome:
 def classify(exc: BaseException) -> ReasonClass:
     if isinstance(exc, TierFailed):
         return exc.reason
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError | concurrent.futures.TimeoutError):
+    if isinstance(exc, TimeoutError):  # asyncio's and concurrent.futures' too (3.11+)
         return "timeout"
     code = getattr(exc, "code", None)
     if isinstance(exc, NotImplementedError) or code == -32601:
@@ -287,6 +286,8 @@ def resume(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
 
 async def resume_async(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
                        summarizer_name: str | None = None) -> ResumeOutcome:
+    import asyncio  # here, not at import time: a synchronous host never pays for it
+
     check_tiers(tiers, sync=False)
     for tier in tiers:
         call = await asyncio.to_thread(run.start, tier)
@@ -330,6 +331,8 @@ async def resume_async(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = 
 async def _run_async(tier: Tier, call: TierCall) -> Any:
     """Await a coroutine tier on the loop; run a plain one in a worker thread, and await
     what it returns if that is awaitable (``lambda c: client.resume(c)``)."""
+    import asyncio
+
     if tier.is_async:
         return await tier.run(call)
     result = await asyncio.to_thread(tier.run, call)

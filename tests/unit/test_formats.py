@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from convlog.domain.events import SummaryRecorded
+from convlog.projections import formats
 from convlog.projections.context import ContextMessage, Window
 from convlog.projections.formats import (
     MARKDOWN_HEADER,
@@ -198,3 +199,15 @@ def test_render_dispatches_on_format(name: str, kind: type) -> None:
         assert out == render_xml("k", window(["hi"]))
     elif name == "markdown":
         assert out == render_markdown("k", window(["hi"]))
+
+
+TRICKY = ["", "plain", "a & b < c > d", "&amp; already", 'say "hi"', "it's", "both \" and '",
+          "line\nbreak\r\tand tab", "]]>", "</conversation_history>", "<a href='x'>&</a>"]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_escaping_matches_the_standard_library(text: str) -> None:
+    from xml.sax.saxutils import escape, quoteattr
+
+    assert formats.escape(text) == escape(text)
+    assert formats.quoteattr(text) == quoteattr(text)

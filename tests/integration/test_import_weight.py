@@ -1,0 +1,53 @@
+"""A synchronous host that imports convlog, opens a log and appends pays only for what
+it uses: not for asyncio (and the ssl it pulls in), importlib.metadata, or the
+urllib/http/email chain behind xml.sax.saxutils. Each of those is megabytes of
+resident memory in every host process (measured: `make bench`, peak memory row).
+Checked in a new interpreter, since this test process has imported everything."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("asyncio", "ssl", "importlib.metadata", "xml.sax", "urllib.request", "http.client",
+         "genai_prices", "duckdb")
+
+SCRIPT = """
+import json, sys
+import convlog
+log = convlog.open(sys.argv[1])
+conv = log.conversation("k")
+conv.append_turn([convlog.user("hi", id="m1"), convlog.assistant("hello", id="m2")])
+assert [m.content for m in conv.messages(last=2)] == ["hi", "hello"]
+conv.context()
+log.close()
+print(json.dumps(sorted(m for m in sys.modules if m in {heavy})))
+"""
+
+
+def test_a_synchronous_host_does_not_load_what_it_does_not_use(tmp_path: Path) -> None:
+    script = SCRIPT.replace("{heavy}", repr(set(HEAVY)))
+    done = subprocess.run([sys.executable, "-c", script, f"sqlite:///{tmp_path / 'w.db'}"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("name", ["AsyncConversationLog", "AsyncConversationHandle",
+                                  "__version__"])
+def test_the_lazy_names_load_on_first_use(name: str) -> None:
+    import convlog
+
+    assert getattr(convlog, name) is not None
+    assert name in convlog.__all__
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    import convlog
+
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        convlog.no_such_thing  # noqa: B018
