@@ -191,3 +191,29 @@ def test_the_wal_is_checkpointed_off_the_writers_thread(
         assert len(log.messages("k")) == 101
     assert _checkpoint_threads() == []  # closing the log stops the thread
 
+
+
+def test_a_stream_number_is_remembered_only_once_committed(sqlite_url: str) -> None:
+    """The writer caches each stream's number (the rowid of its first event). A
+    rolled-back transaction's rowid may be given to another stream later, so nothing
+    of it may be remembered."""
+    from eventsourcing.persistence import IntegrityError, StoredEvent
+
+    with convlog.open(sqlite_url) as log:
+        recorder = log.store.recorder
+        doomed = conversation_id("doomed")
+        first = StoredEvent(originator_id=doomed, originator_version=1,
+                            topic="session_started", state=b"{}")
+        with pytest.raises(IntegrityError):  # the same message id twice: rolled back
+            recorder.insert_events([first], message_ids=(doomed, ["m1", "m1"]))
+        assert recorder._streams == {}  # type: ignore[attr-defined]
+        log.append("kept", convlog.user("x", id="m1"))
+        log.append("kept", convlog.user("y", id="m2"))
+        assert log.append("kept", convlog.user("x", id="m1")).skipped == ["m1"]
+        assert log.append("doomed", convlog.user("z", id="m1")).appended == ["m1"]
+        cached = dict(recorder._streams)  # type: ignore[attr-defined]
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        actual = dict(db.execute("SELECT originator_id, rowid FROM stored_events "
+                                 "WHERE originator_version = 1").fetchall())
+    db.close()
+    assert {k.hex: v for k, v in cached.items()} == actual
