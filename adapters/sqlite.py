@@ -196,6 +196,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
+            self._streams.clear()  # they belong to the file this connection had open
 
     def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]:
         known: set[str] = set()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,10 +165,6 @@ def test_synchronous_option_is_applied(tmp_path: Path) -> None:
             assert c.fetchone()[0] == 2  # FULL
 
 
-def _checkpoint_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "convlog-sqlite-checkpoint"]
-
-
 def test_the_wal_is_checkpointed_off_the_writers_thread(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With fewer WAL pages than the in-line limit, only the background checkpointer
@@ -178,19 +174,20 @@ def test_the_wal_is_checkpointed_off_the_writers_thread(
     with convlog.open(f"sqlite:///{path}") as log:
         log.append("k", convlog.user("first", id="m0"))
         empty = path.stat().st_size
-        writer = log.store.recorder._writer  # type: ignore[attr-defined]
-        assert writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == (
+        recorder: Any = log.store.recorder
+        assert recorder._writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == (
             convlog.sqlite_wal.WAL_HARD_LIMIT_PAGES)
         for n in range(20):
             log.append_turn("k", [convlog.user("x" * 3000, id=f"t{n}-{i}") for i in range(5)])
-        assert len(_checkpoint_threads()) == 1
+        thread = recorder._checkpointer._thread
+        assert thread is not None and thread.is_alive()
+        assert thread.name == "convlog-sqlite-checkpoint"
         deadline = time.monotonic() + 30
         while path.stat().st_size <= empty and time.monotonic() < deadline:
             time.sleep(0.05)
         assert path.stat().st_size > empty
         assert len(log.messages("k")) == 101
-    assert _checkpoint_threads() == []  # closing the log stops the thread
-
+    assert not thread.is_alive()  # closing the log stops the thread
 
 
 def test_a_stream_number_is_remembered_only_once_committed(sqlite_url: str) -> None:
