@@ -109,7 +109,6 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder):
                      bytes(row["state"]).decode("utf-8", "replace"))
                     for row in curs.fetchall()]
 
-
     def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
                     ) -> list[tuple[int, str, bytes]]:
         """See convlog.sqlite.SQLiteConvlogRecorder.select_tail."""

@@ -66,9 +66,13 @@ def tiktoken_counter(encoding: str) -> Callable[[str], int]:
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, cached)  # atomic: a concurrent reader never sees half a file
+    try:
+        core_bpe: Any = import_module("tiktoken._tiktoken").CoreBPE
+    except (ImportError, AttributeError):  # a tiktoken that moved its core: its public API
+        return _public_counter(encoding)
     ranks = _ranks(data)
     del data
-    return _core_counter(encoding, ranks)
+    return _core_counter(core_bpe, encoding, ranks)
 
 
 def _read(path: str) -> bytes | None:
@@ -90,18 +94,25 @@ def _ranks(data: bytes) -> dict[bytes, int]:
     return ranks
 
 
-def _core_counter(encoding: str, ranks: dict[bytes, int]) -> Callable[[str], int]:
+def _public_counter(encoding: str) -> Callable[[str], int]:
+    """tiktoken's public API (it keeps its Python copy of the vocabulary too)."""
+    import tiktoken
+
+    enc: Any = tiktoken.get_encoding(encoding)
+    return lambda text: len(enc.encode_ordinary(text))
+
+
+def _core_counter(core_bpe: Any, encoding: str, ranks: dict[bytes, int]
+                  ) -> Callable[[str], int]:
     """Count with tiktoken's Rust core directly. `tiktoken.get_encoding` would keep
     the Python dict of the vocabulary alive for the process's life (~30 MiB with
     o200k_base) beside the core's own copy; counting needs only the core. Special
     tokens play no part in `encode_ordinary` (they count as the text they are)."""
     try:
-        core: Any = import_module("tiktoken._tiktoken").CoreBPE(ranks, {}, PATTERNS[encoding])
-    except (ImportError, AttributeError, TypeError):  # a tiktoken that moved its core
-        import tiktoken
-
-        enc: Any = tiktoken.get_encoding(encoding)
-        return lambda text: len(enc.encode_ordinary(text))
+        core: Any = core_bpe(ranks, {}, PATTERNS[encoding])
+    except TypeError:  # a core whose constructor changed
+        ranks.clear()
+        return _public_counter(encoding)
     encode = core.encode_ordinary
 
     def count(text: str) -> int:
