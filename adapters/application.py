@@ -24,7 +24,7 @@ from uuid import UUID
 
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError, StoredEvent
+from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
 
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
@@ -199,10 +199,8 @@ class ConversationStore(Application[UUID]):
         """The conversation's newest `count` messages, newest first: only message
         rows are read, and each is decoded straight to its event."""
         rows = self.index.select_tail(conversation, MESSAGE_TOPICS, count)
-        codec = self.codec
-        return [codec.decode(StoredEvent(originator_id=conversation, originator_version=version,
-                                         topic=topic, state=state))
-                for version, topic, state in rows]
+        decode = self.codec.decode_row
+        return [decode(conversation, version, topic, state) for version, topic, state in rows]
 
     # ------------------------------------------------------------------ writing
 

@@ -99,12 +99,24 @@ class MsgspecMapper(Mapper[UUID]):
 
     def decode(self, stored: StoredEvent) -> Any:
         """Decode a stored event's payload, upcasting older versions; typed errors only."""
-        current = self._current.get(stored.topic)
+        return self.decode_row(stored.originator_id, stored.originator_version,
+                               stored.topic, stored.state)
+
+    def decode_row(self, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
+        """`decode` for a row read as plain values: no StoredEvent is built unless the
+        row needs more than one typed decode (reads of a page of messages)."""
+        current = self._current.get(topic)
         if current is not None:  # the common case: a current version, one typed decode
             try:
-                return current.decode(stored.state)
+                return current.decode(state)
             except Exception:
                 pass
+        return self._decode_slowly(StoredEvent(originator_id=originator_id,
+                                               originator_version=version, topic=topic,
+                                               state=state))
+
+    def _decode_slowly(self, stored: StoredEvent) -> Any:
+        """An older version (upcast), a snapshot, or bytes that failed the typed decode."""
         try:
             if stored.topic == SNAPSHOT_TOPIC:
                 return self._decoders[Conversation].decode(stored.state)
