@@ -74,20 +74,35 @@ def open(
     create: bool = True,
     prices: dict[str, ModelPrice] | None = None,
     views: str | None = None,
+    preload_tokenizer: bool = True,
 ) -> ConversationLog:
     """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``;
     default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``. With ``create=False`` a
     missing SQLite file is an error instead of a new database. `prices`: your own USD
     per million tokens for some models (they win over the bundled table). `views`: the
-    DuckDB file of read models (default: next to the database, ``convlog.duckdb``)."""
-    return ConversationLog(url, create=create, prices=prices, views=views)
+    DuckDB file of read models (default: next to the database, ``convlog.duckdb``).
+    `preload_tokenizer`: a writable log loads the token counter in a background thread
+    (~0.3 s, ~45 MiB) so that the first append does not wait for it; a host that gives
+    every message's `tokens` itself and builds no context can pass False, and then
+    never loads it."""
+    return ConversationLog(url, create=create, prices=prices, views=views,
+                           preload_tokenizer=preload_tokenizer)
 
 
-async def open_async(url: str | None = None, *, create: bool = True) -> AsyncConversationLog:
-    """`open()` for asyncio hosts: every method is a coroutine run off the event loop."""
+async def open_async(
+    url: str | None = None,
+    *,
+    create: bool = True,
+    prices: dict[str, ModelPrice] | None = None,
+    views: str | None = None,
+    preload_tokenizer: bool = True,
+) -> AsyncConversationLog:
+    """`open()` for asyncio hosts (same arguments): every method is a coroutine run off
+    the event loop."""
     from convlog.aio import AsyncConversationLog
 
-    return await AsyncConversationLog.open(url, create=create)
+    return await AsyncConversationLog.open(url, create=create, prices=prices, views=views,
+                                           preload_tokenizer=preload_tokenizer)
 
 
 __all__ = [

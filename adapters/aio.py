@@ -32,9 +32,10 @@ class AsyncConversationLog:
         self.sync = log
 
     @classmethod
-    async def open(cls, url: str | None = None, *, create: bool = True
-                   ) -> AsyncConversationLog:
-        return cls(await asyncio.to_thread(ConversationLog, url, create=create))
+    async def open(cls, url: str | None = None, *, create: bool = True,
+                   **options: Any) -> AsyncConversationLog:
+        """`convlog.open` off the event loop; `options` as it takes them."""
+        return cls(await asyncio.to_thread(ConversationLog, url, create=create, **options))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

@@ -85,7 +85,7 @@ class ConversationLog:
 
     def __init__(self, url: str | None = None, *, create: bool = True,
                  prices: dict[str, ModelPrice] | None = None,
-                 views: str | Path | None = None):
+                 views: str | Path | None = None, preload_tokenizer: bool = True):
         self.config: StorageConfig = parse_url(url)
         self._prices = prices
         self._views_path = Path(views) if views is not None else None
@@ -98,8 +98,8 @@ class ConversationLog:
         except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in
             raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None  # several types
         self._lock = threading.RLock()
-        if create:  # a writer will count tokens: load the vocabulary off the hot path
-            warm_up_in_background()
+        if create and preload_tokenizer:  # a writer will count: load the vocabulary
+            warm_up_in_background()  # off the hot path
 
     # ----------------------------------------------------------------- lifecycle
 

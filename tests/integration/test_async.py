@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,23 @@ def test_async_api_records_and_reads(sqlite_url: str) -> None:
             with pytest.raises(convlog.UnknownConversation):
                 await log.get("nobody")
     asyncio.run(main())
+
+
+def test_async_open_takes_the_same_options_as_open(tmp_path: Path) -> None:
+    prices = {"my-llm": convlog.ModelPrice(input_per_mtok=1.0, output_per_mtok=2.0)}
+    views = tmp_path / "elsewhere.duckdb"
+
+    async def main() -> float | None:
+        async with await convlog.open_async(f"sqlite:///{tmp_path / 'a.db'}", prices=prices,
+                                            views=str(views), preload_tokenizer=False) as log:
+            await log.append("k", convlog.assistant("x", model="my-llm", tokens=1,
+                                                    usage=convlog.Usage(
+                                                        input_tokens=1_000_000)))
+            (row,) = await log.costs(by="model")
+            return row.cost_usd
+
+    assert asyncio.run(main()) == pytest.approx(1.0)
+    assert views.exists()
 
 
 def test_many_conversations_concurrently_from_one_loop(sqlite_url: str) -> None:

@@ -37,6 +37,35 @@ def test_a_synchronous_host_does_not_load_what_it_does_not_use(tmp_path: Path) -
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
+HOST_COUNTS = """
+import json, sys, threading
+import convlog
+log = convlog.open(sys.argv[1], preload_tokenizer=sys.argv[2] == "preload")
+conv = log.conversation("k")
+conv.append_turn([convlog.user("hi", id="m1", tokens=1),
+                  convlog.assistant("hello", id="m2", tokens=1)])
+assert [m.token_counter for m in conv.messages(last=2)] == ["host", "host"]
+for thread in threading.enumerate():
+    if thread.name == "convlog-tokenizer-warm-up":
+        thread.join()
+log.close()
+print(json.dumps("tiktoken._tiktoken" in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(("preload", "loaded"), [(True, True), (False, False)])
+def test_a_host_that_counts_itself_can_skip_the_tokenizer(tmp_path: Path, preload: bool,
+                                                          loaded: bool) -> None:
+    """The vocabulary is most of a host's memory (`make bench`: peak memory). By default
+    a writable log preloads it in the background; a host that gives every count itself
+    and says so at open never loads it."""
+    done = subprocess.run([sys.executable, "-c", HOST_COUNTS, f"sqlite:///{tmp_path / 'h.db'}",
+                           "preload" if preload else "no"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) is loaded
+
+
 @pytest.mark.parametrize("name", ["AsyncConversationLog", "AsyncConversationHandle",
                                   "__version__"])
 def test_the_lazy_names_load_on_first_use(name: str) -> None:
