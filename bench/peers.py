@@ -272,6 +272,7 @@ class ConvlogStore(Store):
     context_how = ("conv.context(budget=Budget(tokens=10_000, messages=1_000)): "
                    "xml text, the whole formatted text counted")
     convlog: ClassVar[Any] = None
+    open_options: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     def load(cls) -> None:
@@ -281,7 +282,7 @@ class ConvlogStore(Store):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.load()
-        self.log = self.convlog.open(f"sqlite:///{path}")
+        self.log = self.convlog.open(f"sqlite:///{path}", **self.open_options)
         self.conv = self.log.conversation(KEY)  # what a host calls on every start
         # The default Budget also caps messages at 30, which binds long before 10,000
         # tokens with ~50-token messages: raise it so that the tokens decide.
@@ -311,6 +312,22 @@ class ConvlogStore(Store):
 
     def close(self) -> None:
         self.log.close()
+
+
+class ConvlogHostCountsStore(ConvlogStore):
+    """convlog when the host gives each message's token count itself (its model's own
+    tokenizer, or the usage the model reported) and opens the log with
+    ``preload_tokenizer=False``: convlog then loads no tokenizer. Measured for memory
+    only, to show what the exact o200k_base count costs there; the bench's stand-in
+    for the host's count is len(text) // 4."""
+
+    name = "convlog-host-counts"
+    label = "convlog, token counts given by the host"
+    open_options: ClassVar[dict[str, Any]] = {"preload_tokenizer": False}
+
+    def _message(self, m: Msg) -> Any:
+        make = self.convlog.user if m[1] == "user" else self.convlog.assistant
+        return make(m[2], id=m[0], tokens=len(m[2]) // 4)
 
 
 class RawStore(Store):
@@ -594,10 +611,13 @@ class LangGraphStore(Store):
 STORES: dict[str, type[Store]] = {s.name: s for s in (
     ConvlogStore, RawStore, OpenAIStore, LangChainStore, LangGraphStore)}
 PEERS = [name for name in STORES if name != "convlog"]
+# Measured beside the contest, not in it (peak memory only).
+VARIANTS: dict[str, type[Store]] = {ConvlogHostCountsStore.name: ConvlogHostCountsStore}
+ALL_STORES = {**STORES, **VARIANTS}
 
 
 def open_store(name: str, path: Path) -> Store:
-    return STORES[name](path)
+    return ALL_STORES[name](path)
 
 
 # ------------------------------------------------------------ 1. append workloads
@@ -816,7 +836,7 @@ def peak_rss_kib() -> int:
 
 def memory_main(name: str, path: str, n: int, turn_size: int, cap: float) -> None:
     """Child: peak RSS after imports+open, and after appending."""
-    STORES[name].load()
+    ALL_STORES[name].load()
     store = open_store(name, Path(path))
     base_kib = peak_rss_kib()
     start = time.perf_counter()
@@ -1006,6 +1026,8 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
     cold: dict[str, list[dict[str, Any]]] = {}
     reads = {size: measure_reads(cfg, systems, size, pace, cold) for size in cfg.read_sizes}
     memory = {name: peak_memory(name, cfg) for name in systems}
+    variants = ({name: peak_memory(name, cfg) for name in VARIANTS}
+                if "convlog" in systems else {})
     print("  peak memory done", flush=True)
 
     n = f"{cfg.append_n // 1000}k" if cfg.append_n % 1000 == 0 else f"{cfg.append_n:,}"
@@ -1049,6 +1071,8 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
                   for k, v in cold.items()]
     print_table(["system", "import", "open", "first context", "total", "wall (process)"],
                 cold_parts)
+    for name, figures in variants.items():
+        print("\n" + variant_line(name, figures))
     print("\nhow each system does it:")
     for name in systems:
         s = STORES[name]
@@ -1071,7 +1095,8 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
                 for n in systems},
         "appends": {"single": asdict(single), "turns": asdict(turns)},
         "reads": [asdict(p) for points in reads.values() for p in points],
-        "cold_start": cold, "memory": memory, "host_pace": pace_summary,
+        "cold_start": cold, "memory": memory, "memory_variants": variants,
+        "host_pace": pace_summary,
         "table": {"headers": headers, "rows": body,
                   "ratios": {r.workload: r.ratios for r in rows}},
         "markdown": markdown_table(headers, body),
@@ -1100,6 +1125,15 @@ def report(path: Path) -> None:
     for size, cells in windows.items():
         print(f"- context @{short(size)} (messages/tokens): {', '.join(cells)}")
     print("\n" + data["markdown_cold"])
+    for name, m in data.get("memory_variants", {}).items():
+        print("\n" + variant_line(name, m))
+
+
+def variant_line(name: str, memory: dict[str, Any]) -> str:
+    """One sentence on a variant's peak memory, beside the table."""
+    return (f"{VARIANTS[name].label} (no tokenizer loaded): peak RSS "
+            f"{memory['peak_kib'] / 1024:,.0f} MiB, after import+open "
+            f"{memory['base_kib'] / 1024:,.0f} MiB")
 
 
 def profile(cfg: Config, workload: str, size: int, top: int) -> None:
