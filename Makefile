@@ -59,6 +59,7 @@ bench: $(STAMP) $(BENCH_STAMP)  ## benchmarks (full, ~25 min): printed, and save
 	$(BIN)/python -m bench.context
 	$(BIN)/python -m bench.views
 	$(BIN)/python -m bench.writers
+	$(BIN)/python -m bench.formats
 	$(VENV_BENCH)/bin/python -m bench.peers
 
 bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
