@@ -61,6 +61,20 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
+@contextlib.contextmanager
+def _typed_errors() -> Iterator[None]:
+    """sqlite3's exceptions as eventsourcing's, as its transaction wrapper raises them
+    (callers above tell a conflict, IntegrityError, from other storage failures)."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise IntegrityError(exc) from exc
+    except sqlite3.OperationalError as exc:
+        raise OperationalError(exc) from exc
+    except sqlite3.Error as exc:
+        raise PersistenceError(exc) from exc
+
+
 class _TunedPool(SQLiteConnectionPool):
     synchronous = "normal"
 
@@ -138,15 +152,8 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
         one connection held for writing is both simpler and measurably faster."""
         with self._writer_lock:
             conn = self._writer or self._connect_writer()
-            try:
-                with _immediate(conn):
-                    stream = self._write(conn, stored_events, kwargs.get("message_ids"))
-            except sqlite3.IntegrityError as exc:
-                raise IntegrityError(exc) from exc
-            except sqlite3.OperationalError as exc:
-                raise OperationalError(exc) from exc
-            except sqlite3.Error as exc:
-                raise PersistenceError(exc) from exc
+            with _typed_errors(), _immediate(conn):
+                stream = self._write(conn, stored_events, kwargs.get("message_ids"))
             if stream is not None:  # only once committed: a rolled-back rowid may be reused
                 if len(self._streams) >= _STREAM_CACHE:
                     self._streams.clear()
@@ -271,10 +278,10 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
         pool = self.datastore.pool
         connection = pool.get_connection(is_writer=False)
         try:
-            cursor = connection._sqlite_conn.cursor()
-            cursor.row_factory = None
-            rows: list[Any] = cursor.execute(statement, params).fetchall()
-            return rows
+            with _typed_errors(), contextlib.closing(connection._sqlite_conn.cursor()) as cursor:
+                cursor.row_factory = None
+                rows: list[Any] = cursor.execute(statement, params).fetchall()
+                return rows
         finally:
             pool.put_connection(connection)
 

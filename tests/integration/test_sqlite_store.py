@@ -129,6 +129,19 @@ def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) -> Non
         convlog.open(str(junk))
 
 
+def test_a_read_that_the_database_fails_is_a_storage_error(sqlite_url: str) -> None:
+    """Reads run outside eventsourcing's transaction wrapper (one statement, for speed),
+    so their failures must still leave as convlog's typed error, naming the cause."""
+    with convlog.open(sqlite_url) as log:
+        conv = log.conversation("k")
+        conv.append(convlog.user("hi", id="1"))
+        other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+        other.execute("ALTER TABLE stored_events RENAME TO moved_away")
+        other.close()
+        with pytest.raises(convlog.StorageError, match="no such table: stored_events"):
+            conv.messages(last=5)
+
+
 @pytest.mark.parametrize(
     ("url", "match"),
     [
