@@ -1,15 +1,17 @@
 """SQLite storage: eventsourcing's SQLite persistence, tuned, plus a message-id index.
 
 Selected with ``PERSISTENCE_MODULE=convlog.sqlite`` (done by `convlog.storage` for
-``sqlite:///...`` URLs). Two additions to the stock module:
+``sqlite:///...`` URLs). What it adds to the stock module:
 
 * every connection sets ``PRAGMA synchronous`` (default NORMAL: in WAL mode a commit
   survives a killed process, and can only be lost to a power cut or an OS crash;
   ``?synchronous=full`` makes every commit survive those too, at a quarter to a
   third of the single-append rate on this machine: one fsync per commit; see
-  `make bench`), and
+  `make bench`),
 * one dedicated connection for writes (see `insert_events`),
-* WAL checkpoints on a thread of their own (see `convlog.sqlite_wal`), and
+* WAL checkpoints on a thread of their own (see `convlog.sqlite_wal`),
+* reads of one statement on a pooled connection, without a transaction wrapper
+  (see `_rows`), and
 * a ``convlog_stream_message_ids`` table, written in the SAME transaction as the
   events, whose primary key makes a message id unique per conversation. Retried turns
   are no-ops, and the check costs one indexed lookup however long the conversation is.
@@ -273,7 +275,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
         """ONE statement on a pooled connection, rows as plain tuples (no per-row
         sqlite3.Row). The connections are in autocommit mode, so a lone SELECT is its
         own read transaction (one consistent snapshot): eventsourcing's transaction
-        wrapper would add a BEGIN and a COMMIT round and three context managers, ~40%
+        wrapper would add a BEGIN and a COMMIT round and three context managers, ~40-45%
         of a `messages(last=20)` call when the caches are cold (`make bench`)."""
         pool = self.datastore.pool
         connection = pool.get_connection(is_writer=False)
