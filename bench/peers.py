@@ -6,7 +6,8 @@ The peers are never runtime dependencies of convlog: they live in ``.venv-bench`
 only, pinned in ``bench/requirements-peers.txt``. These are measurements, not tests:
 nothing fails; the program prints a table of medians with every peer's cost relative
 to convlog, says which targets are met, and writes every number to
-``bench/results/peers-<UTC date>.json`` (``peers-<UTC date>-quick.json`` for --quick).
+``bench/results/<UTC date>.json`` (``<UTC date>-quick.json`` for --quick): the headline
+comparison, beside the ``<program>-<UTC date>.json`` files of convlog's own benchmarks.
 
 Systems, each on its own SQLite FILE, all in WAL mode with ``synchronous=NORMAL``
 (a commit survives a killed process; only a power cut or an OS crash can lose it):
@@ -985,7 +986,7 @@ def machine_info() -> dict[str, Any]:
 def save(payload: dict[str, Any], cfg: Config) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     day = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / (f"peers-{day}.json" if cfg.mode == "full" else f"peers-{day}-quick.json")
+    path = RESULTS / (f"{day}.json" if cfg.mode == "full" else f"{day}-quick.json")
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return path
 
