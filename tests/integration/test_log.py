@@ -120,3 +120,12 @@ def test_state_returned_to_callers_is_a_copy(log: convlog.ConversationLog) -> No
     log.conversation("k")
     log.state("k").message_count = 999
     assert log.state("k").message_count == 0
+
+
+def test_without_preloading_the_tokenizer_counts_load_on_first_use(sqlite_url: str) -> None:
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        log.append("k", convlog.user("hello world", id="1"))
+        log.append("k", convlog.user("counted by the host", id="2", tokens=7))
+        first, second = log.messages("k")
+    assert (first.tokens, first.token_counter) == (2, "o200k_base")
+    assert (second.tokens, second.token_counter) == (7, "host")
