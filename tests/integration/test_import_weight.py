@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,12 +30,17 @@ print(json.dumps(sorted(m for m in sys.modules if m in {heavy})))
 """
 
 
-def test_a_synchronous_host_does_not_load_what_it_does_not_use(tmp_path: Path) -> None:
-    script = SCRIPT.replace("{heavy}", repr(set(HEAVY)))
-    done = subprocess.run([sys.executable, "-c", script, f"sqlite:///{tmp_path / 'w.db'}"],
+def run_fresh(script: str, *args: str) -> Any:
+    """Run `script` in a new interpreter; what its last line printed, as JSON."""
+    done = subprocess.run([sys.executable, "-c", script, *args],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_synchronous_host_does_not_load_what_it_does_not_use(tmp_path: Path) -> None:
+    script = SCRIPT.replace("{heavy}", repr(set(HEAVY)))
+    assert run_fresh(script, f"sqlite:///{tmp_path / 'w.db'}") == []
 
 
 HOST_COUNTS = """
@@ -59,11 +65,8 @@ def test_a_host_that_counts_itself_can_skip_the_tokenizer(tmp_path: Path, preloa
     """The vocabulary is most of a host's memory (`make bench`: peak memory). By default
     a writable log preloads it in the background; a host that gives every count itself
     and says so at open never loads it."""
-    done = subprocess.run([sys.executable, "-c", HOST_COUNTS, f"sqlite:///{tmp_path / 'h.db'}",
-                           "preload" if preload else "no"],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) is loaded
+    assert run_fresh(HOST_COUNTS, f"sqlite:///{tmp_path / 'h.db'}",
+                     "preload" if preload else "no") is loaded
 
 
 @pytest.mark.parametrize("name", ["AsyncConversationLog", "AsyncConversationHandle",
