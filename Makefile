@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)  ## create .venv with convlog (editable) and the dev tools
 
 demo: $(STAMP)  ## the main job: a scripted conversation on embedded SQLite
-	$(BIN)/python -m convlog.demo
+	$(BIN)/python -m convlog.cli.demo
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: $(STAMP)  ## the whole suite

@@ -7,6 +7,17 @@
 
 `await convlog.open_async()` gives the same API as coroutines.
 
+This module is the public facade; the code behind it lives in rooms by role:
+
+    services/     application services: log, handles, asyncio, resume, context, input
+    storage/      eventsourcing application, msgspec mapper, sqlite / postgres / memory
+    views/        DuckDB read models, analytics, telemetry, chart
+    accounting/   token counting and prices
+    cli/          the `convlog` command and the demo
+
+Everything a host needs is imported from here; the rooms' module paths are not a
+promise.
+
 The asyncio API (`AsyncConversationLog`, `AsyncConversationHandle`) and `__version__`
 load on first use: asyncio (with ssl) and importlib.metadata would otherwise add
 ~11 MiB to every synchronous host's memory and ~40 ms to its start.
@@ -16,9 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from convlog.analytics import CatalogRow, CostRow
-from convlog.builders import assistant, tool, user
-from convlog.context import Context
+from convlog.accounting.prices import ModelPrice
 from convlog.domain.content import (
     ImagePart,
     TextPart,
@@ -35,16 +44,18 @@ from convlog.domain.errors import (
     UnknownConversation,
 )
 from convlog.domain.messages import Message
-from convlog.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
-from convlog.handle import ConversationHandle
-from convlog.log import AppendResult, ConversationLog, SessionInfo
-from convlog.prices import ModelPrice
 from convlog.projections.context import Budget
-from convlog.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
-from convlog.telemetry import TelemetryRow
+from convlog.services.builders import assistant, tool, user
+from convlog.services.context import Context
+from convlog.services.handle import ConversationHandle
+from convlog.services.log import AppendResult, ConversationLog, SessionInfo
+from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
+from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
+from convlog.views.analytics import CatalogRow, CostRow
+from convlog.views.telemetry import TelemetryRow
 
 if TYPE_CHECKING:
-    from convlog.aio import AsyncConversationHandle, AsyncConversationLog
+    from convlog.services.aio import AsyncConversationHandle, AsyncConversationLog
 
     __version__: str
 
@@ -52,7 +63,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     """The lazily loaded names (PEP 562); each is loaded once, then a plain global."""
     if name in ("AsyncConversationLog", "AsyncConversationHandle"):
-        from convlog import aio
+        from convlog.services import aio
 
         value: Any = getattr(aio, name)
     elif name == "__version__":
@@ -99,7 +110,7 @@ async def open_async(
 ) -> AsyncConversationLog:
     """`open()` for asyncio hosts (same arguments): every method is a coroutine run off
     the event loop."""
-    from convlog.aio import AsyncConversationLog
+    from convlog.services.aio import AsyncConversationLog
 
     return await AsyncConversationLog.open(url, create=create, prices=prices, views=views,
                                            preload_tokenizer=preload_tokenizer)

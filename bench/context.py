@@ -34,7 +34,7 @@ What is measured:
       plain text (tool calls as ``[tool call name(args)]``), in its own file (WAL).
       Each run SELECTs all rows of the session ordered by id, then keeps the newest
       messages that fit the same budget (newest first, each capped at 2,000
-      characters, counted with ``convlog.tokens.count_tokens``, +4 tokens a message
+      characters, counted with ``convlog.accounting.tokens.count_tokens``, +4 tokens a message
       and 80 for the wrapper as convlog charges, stop at the first one that does not
       fit or at 30 messages), then formats them as XML (escaped).
    b. ``log.messages(key)`` (convlog reading every message) + the same trimming.
@@ -91,7 +91,7 @@ from bench.core import (
     sqlite_url,
     yes_no,
 )
-from convlog import application as convlog_application
+from convlog.accounting.tokens import count_tokens, encoding_backend
 from convlog.domain.content import (
     Content,
     ImagePart,
@@ -104,7 +104,7 @@ from convlog.domain.content import (
 )
 from convlog.domain.events import MessageAppended
 from convlog.projections.context import TRUNCATED, Budget
-from convlog.tokens import count_tokens, encoding_backend
+from convlog.storage import application as convlog_application
 
 # ---------------------------------------------------------------------------- config
 
@@ -132,7 +132,7 @@ QUICK = Config(mode="quick", sizes=(1000, 10_000, 30_000), warm_rounds=50, warm_
 
 GROWTH_TARGET = 1.5  # p50 at the largest size / p50 at 1k
 BUDGET = Budget()  # the default: 10,000 tokens, 30 messages, 2,000 characters
-OVERHEAD_TOKENS = 80  # what convlog charges for the wrapper (convlog.context.ContextBuilder)
+OVERHEAD_TOKENS = 80  # what convlog charges for the wrapper (services.context.ContextBuilder)
 PER_MESSAGE_TOKENS = 4  # what convlog charges per message (role, separators)
 PROFILE_BUILDS = 200
 SAME_TAIL = 200  # the newest messages, identical in every conversation (> the window)

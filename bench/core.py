@@ -63,10 +63,10 @@ from typing import Any, Protocol
 import msgspec
 
 import convlog
-from convlog import application as convlog_application
 from convlog.domain.content import TextPart, ThinkingPart, ToolCall, ToolUsePart, Usage
 from convlog.domain.events import MessageAppended
-from convlog.mapper import Envelope, MsgspecMapper
+from convlog.storage import application as convlog_application
+from convlog.storage.mapper import Envelope, MsgspecMapper
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"

@@ -162,16 +162,17 @@ def _encoder() -> Any:
 
 
 def count_tokens(text: str) -> int:
-    """The same count as convlog.tokens.count_tokens(text) for user/unknown models."""
+    """The same count as convlog.accounting.tokens.count_tokens(text) for user/unknown models."""
     return len(_encoder().encode_ordinary(text))
 
 
 def seed_tokenizer() -> str:
     """Let convlog place o200k_base in tiktoken's cache (offline); return the backend."""
-    from convlog.tokens import encoding_backend
+    from convlog.accounting.tokens import encoding_backend
 
     backend = encoding_backend(ENCODING)
-    assert count_tokens(CONTENT) == import_module("convlog.tokens").count_tokens(CONTENT)[0]
+    ours = import_module("convlog.accounting.tokens")
+    assert count_tokens(CONTENT) == ours.count_tokens(CONTENT)[0]
     return backend
 
 

@@ -55,7 +55,7 @@ file next to them (``convlog.duckdb``):
 
 Timestamps: convlog stamps every event with the time it is recorded. So that days,
 "newest first" and ``by="day"`` mean something, the fill replaces the clock of
-``convlog.application`` (only its ``datetime.now``) with one that walks through 60 days
+``convlog.storage.application`` (only its ``datetime.now``) with one that walks through 60 days
 (one moment per conversation); when that module has no ``datetime`` to replace, the
 events keep the real time and the JSON says so.
 
@@ -102,7 +102,6 @@ from bench.core import (
     rate,
     yes_no,
 )
-from convlog import application as convlog_application
 from convlog.domain.content import Usage
 from convlog.domain.conversation import (
     AppendMessages,
@@ -119,6 +118,7 @@ from convlog.domain.events import (
     ResumeFailed,
     ResumeSucceeded,
 )
+from convlog.storage import application as convlog_application
 
 # ---------------------------------------------------------------------------- config
 
@@ -164,7 +164,7 @@ PLACEHOLDER = datetime(1970, 1, 1, tzinfo=UTC)  # facts are stamped when recorde
 
 
 class Clock:
-    """Stands in for ``datetime`` in convlog.application during a fill: ``now()``
+    """Stands in for ``datetime`` in convlog.storage.application during a fill: ``now()``
     returns `moment`, which the fill moves forward conversation by conversation."""
 
     moment: ClassVar[datetime] = BASE_TIME

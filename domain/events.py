@@ -13,7 +13,7 @@ database already written. To evolve an event:
 Fields equal to their default are not stored (``omit_defaults``), so NEVER change a
 default value: old events would silently read back with the new one.
 
-The mapper (convlog.mapper) runs the upcasters when it reads an older version.
+The mapper (convlog.storage.mapper) runs the upcasters when it reads an older version.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A view declares its tables (columns with a SQL type and a merge rule) and, for each
 table, a SELECT over one batch of stored events that yields that table's rows. The
-adapter (convlog.duckdb) stages each batch as a relation named ``batch`` and runs
+adapter (convlog.views.duckdb) stages each batch as a relation named ``batch`` and runs
 the SELECTs inside the same transaction that advances the tracking position. The
 work per event then happens in DuckDB's vectorised engine instead of Python: the
 difference measured between ~40k and >100k events/s (see `make bench`).

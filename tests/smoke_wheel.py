@@ -23,6 +23,15 @@ for package in (convlog, convlog.domain.events, convlog.projections.timeline):
 for marker in ("py.typed", "domain/py.typed", "projections/py.typed"):
     assert (here / marker).exists(), f"{marker} missing from the wheel"
 
+# Every module of the source tree is in the wheel: a subpackage missing from
+# pyproject's `packages` list would be silently dropped.
+source = Path(__file__).resolve().parents[1]
+for folder, installed_as in (("adapters", here), ("domain", here / "domain"),
+                             ("projections", here / "projections")):
+    for module in (source / folder).rglob("*.py"):
+        relative = module.relative_to(source / folder)
+        assert (installed_as / relative).exists(), f"{folder}/{relative} missing from the wheel"
+
 with tempfile.TemporaryDirectory() as tmp:
     url = f"sqlite:///{tmp}/smoke.db"
     with convlog.open(url) as log:

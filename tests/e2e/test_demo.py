@@ -14,7 +14,7 @@ from convlog.domain.events import HistoryInjected, ResumeFailed, ResumeSucceeded
 def run_demo(tmp_path: Path) -> str:
     env = {**os.environ, "CONVLOG_DEMO_DB": str(tmp_path / "demo.db")}
     env.pop("CONVLOG_URL", None)
-    done = subprocess.run([sys.executable, "-m", "convlog.demo"], env=env, cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "convlog.cli.demo"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 import convlog
-from convlog.cli import main
+from convlog.cli.main import main
 
 HOLDER = textwrap.dedent("""
     import sqlite3, sys

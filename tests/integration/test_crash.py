@@ -66,7 +66,7 @@ def turn_ids(turn: int) -> list[str]:
 ZYGOTE = textwrap.dedent("""
     import os, sys, threading, time, traceback
     import convlog
-    from convlog import duckdb as views_module
+    from convlog.views import duckdb as views_module
 
     def turn_size(turn):
         return 1 + (turn * 5) % 6

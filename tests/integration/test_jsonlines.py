@@ -1,7 +1,7 @@
 """The JSON Lines input of `convlog record`, in process.
 
 `parse_lines` is checked line shape by line shape (the public contract), and
-`convlog.cli.main([...])` is driven in process against SQLite files under tmp_path for
+`convlog.cli.main.main([...])` is driven in process against SQLite files under tmp_path for
 the atomicity rules: a bad line fails the whole batch, names its line and field, and
 writes nothing.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import convlog
-from convlog.cli import main
+from convlog.cli.main import main
 from convlog.domain.content import (
     ImagePart,
     TextPart,
@@ -48,7 +48,7 @@ from convlog.domain.events import (
     ResumeSucceeded,
 )
 from convlog.domain.messages import Message
-from convlog.jsonlines import LINE_TYPES, parse_lines
+from convlog.services.jsonlines import LINE_TYPES, parse_lines
 
 CONTRACT_LINE_TYPES = {
     "session_started", "message", "native_session_bound", "resume_attempted",

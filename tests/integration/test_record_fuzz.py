@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import convlog
-from convlog.cli import main
+from convlog.cli.main import main
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import Recorded
-from convlog.jsonlines import parse_lines
+from convlog.services.jsonlines import parse_lines
 from tests.unit.test_properties import NESTED, batches
 
 SEEDED = "seeded:conversation"

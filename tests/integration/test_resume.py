@@ -20,7 +20,7 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SummaryRecorded,
 )
-from convlog.resume import MAX_ERROR_CHARS, classify
+from convlog.services.resume import MAX_ERROR_CHARS, classify
 
 RESUME_EVENTS = (ResumeAttempted, ResumeSucceeded, ResumeFailed, HistoryInjected)
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import convlog
-import convlog.sqlite_wal
-from convlog.application import SNAPSHOT_INTERVAL
+import convlog.storage.sqlite_wal
 from convlog.domain.conversation import conversation_id, fold
+from convlog.storage.application import SNAPSHOT_INTERVAL
 
 
 def test_data_survives_reopening(sqlite_url: str) -> None:
@@ -182,14 +182,14 @@ def test_the_wal_is_checkpointed_off_the_writers_thread(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With fewer WAL pages than the in-line limit, only the background checkpointer
     copies pages into the database file: the file grows while appends return."""
-    monkeypatch.setattr(convlog.sqlite_wal, "CHECKPOINT_EVERY_COMMITS", 5)
+    monkeypatch.setattr(convlog.storage.sqlite_wal, "CHECKPOINT_EVERY_COMMITS", 5)
     path = tmp_path / "c.db"
     with convlog.open(f"sqlite:///{path}") as log:
         log.append("k", convlog.user("first", id="m0"))
         empty = path.stat().st_size
         recorder: Any = log.store.recorder
         assert recorder._writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == (
-            convlog.sqlite_wal.WAL_HARD_LIMIT_PAGES)
+            convlog.storage.sqlite_wal.WAL_HARD_LIMIT_PAGES)
         for n in range(20):
             log.append_turn("k", [convlog.user("x" * 3000, id=f"t{n}-{i}") for i in range(5)])
         thread = recorder._checkpointer._thread

@@ -14,7 +14,7 @@ from eventsourcing.persistence import IntegrityError
 
 import convlog
 from convlog.domain.conversation import conversation_id
-from convlog.mapper import Envelope
+from convlog.storage.mapper import Envelope
 from tests.samples import samples
 
 

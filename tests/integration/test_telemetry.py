@@ -42,7 +42,7 @@ def scripted(log: convlog.ConversationLog) -> None:
               convlog.Tier("session/new", new_session)])
     # A host that records its own resume (JSON lines) and never injects: memory lost.
     log.append("c", convlog.user("an old message"))
-    from convlog.jsonlines import parse_lines
+    from convlog.services.jsonlines import parse_lines
 
     lines = b"\n".join([
         b'{"type": "resume_attempted", "strategy": "session/new"}',

@@ -18,8 +18,8 @@ from eventsourcing.persistence import TrackingRecorder
 from eventsourcing.tests.persistence import TrackingRecorderTestCase
 
 import convlog
-from convlog.duckdb import ViewStore
 from convlog.projections.catalog import CATALOG
+from convlog.views.duckdb import ViewStore
 
 
 class TestDuckDBTracking(TrackingRecorderTestCase):
@@ -174,7 +174,7 @@ def test_a_catch_up_in_many_small_batches_equals_one_in_a_single_batch(
     """Batches are staged by a reader thread in two alternating slots while the
     previous one is applied: the rows must not depend on where batches are cut, even
     for a response whose records (usage repeated) land in different batches."""
-    from convlog import duckdb as views_module
+    from convlog.views import duckdb as views_module
 
     fill(sqlite_url, conversations=5, turns=6)
     with convlog.open(sqlite_url) as log:
@@ -201,8 +201,8 @@ def test_a_corrupt_event_stops_the_catch_up_at_its_batch_naming_it(
     with a CorruptEvent naming it; the batches before it stay applied, exactly once."""
     import sqlite3
 
-    from convlog import duckdb as views_module
-    from convlog.errors import CorruptEvent
+    from convlog.storage.errors import CorruptEvent
+    from convlog.views import duckdb as views_module
 
     fill(sqlite_url, conversations=4, turns=3)  # 4 * (1 + 6) = 28 events
     db = str(tmp_path / "convlog.db")
@@ -224,7 +224,7 @@ def test_a_corrupt_event_stops_the_catch_up_at_its_batch_naming_it(
 
 CATCH_UP = textwrap.dedent("""
     import sys, convlog
-    from convlog import duckdb as views
+    from convlog.views import duckdb as views
     views.BATCH = 7  # many small transactions, so a kill lands between or inside them
     with convlog.open(sys.argv[1]) as log:
         print("ready", flush=True)

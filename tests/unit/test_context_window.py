@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from convlog.accounting.tokens import count_tokens
 from convlog.domain.content import (
     ImagePart,
     TextPart,
@@ -39,7 +40,6 @@ from convlog.projections.context import (
     select_window,
 )
 from convlog.projections.formats import check_format, render_xml
-from convlog.tokens import count_tokens
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -1,6 +1,14 @@
-"""The layers point one way: domain imports nothing of ours, projections only the
-domain, adapters anything. Checked on the source with `ast`, so a lazy import inside
-a function is caught too."""
+"""The layers and rooms point one way. Checked on the source with `ast`, so a lazy
+import inside a function is caught too.
+
+- domain imports nothing of ours; projections only the domain;
+- in adapters/ (import name `convlog`): accounting/ and storage/ only the domain (and
+  themselves); views/ adds projections, storage and accounting; services/ adds views;
+  cli/ may import anything, and nothing but cli/ imports cli/ (the demo included);
+- any other room of adapters/ is an integration (ACP, SDK stores, HTTP, importers,
+  HTML...): it reaches the log only through the facade (`import convlog`) or the
+  application services, never around them into storage or the views.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +18,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ALLOWED = {
-    "domain": ("convlog.domain",),
-    "projections": ("convlog.domain", "convlog.projections"),
+DOMAIN = ("convlog.domain",)
+PROJECTIONS = (*DOMAIN, "convlog.projections")
+ROOMS: dict[str, tuple[str, ...]] = {
+    "domain": DOMAIN,
+    "projections": PROJECTIONS,
+    "adapters/accounting": (*DOMAIN, "convlog.accounting"),
+    "adapters/storage": (*DOMAIN, "convlog.storage"),
+    "adapters/views": (*PROJECTIONS, "convlog.storage", "convlog.accounting", "convlog.views"),
+    "adapters/services": (*PROJECTIONS, "convlog.storage", "convlog.accounting",
+                          "convlog.views", "convlog.services"),
+    "adapters/cli": ("convlog",),  # anything of ours
 }
+INTEGRATION = (*PROJECTIONS, "convlog.services")
+NOT_FROM_THE_FACADE = ("convlog.cli",)
 
 
 def imported_modules(path: Path) -> list[str]:
@@ -29,20 +47,67 @@ def imported_modules(path: Path) -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("layer", sorted(ALLOWED))
-def test_layer_imports_only_inward(layer: str) -> None:
-    files = sorted((ROOT / layer).rglob("*.py"))
-    assert files, f"no sources found under {layer}/"
-    offending = []
-    for path in files:
-        for name in imported_modules(path):
-            ours = name.startswith(("convlog", ".", "domain", "projections", "adapters"))
-            if ours and not name.startswith(ALLOWED[layer]):
-                offending.append(f"{path.relative_to(ROOT)} imports {name}")
-    assert not offending, "\n".join(offending)
+def is_ours(name: str) -> bool:
+    return name == "convlog" or name.startswith(
+        ("convlog.", ".", "domain", "projections", "adapters"))
+
+
+def allowed(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+def integration_rooms() -> list[str]:
+    return sorted(
+        f"adapters/{folder.name}" for folder in (ROOT / "adapters").iterdir()
+        if (folder / "__init__.py").exists() and f"adapters/{folder.name}" not in ROOMS)
+
+
+def offenders(room: str, prefixes: tuple[str, ...], *, facade: bool = False) -> list[str]:
+    """Imports of ours in `room` outside `prefixes` (and the room itself); `facade`
+    allows `import convlog` / `from convlog import name` too."""
+    files = sorted((ROOT / room).rglob("*.py"))
+    assert files, f"no sources found under {room}/"
+    own = "convlog." + room.removeprefix("adapters/")
+    return [f"{path.relative_to(ROOT)} imports {name}"
+            for path in files for name in imported_modules(path)
+            if is_ours(name) and not allowed(name, (*prefixes, own))
+            and not (facade and name == "convlog")]
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS))
+def test_room_imports_only_inward(room: str) -> None:
+    bad = offenders(room, ROOMS[room])
+    assert not bad, "\n".join(bad)
+
+
+def test_integration_rooms_go_through_the_facade_or_the_services() -> None:
+    bad = [line for room in integration_rooms()
+           for line in offenders(room, INTEGRATION, facade=True)]
+    assert not bad, "\n".join(bad)
+
+
+def test_only_cli_imports_cli() -> None:
+    bad = [f"{path.relative_to(ROOT)} imports {name}"
+           for folder in ("domain", "projections", "adapters")
+           for path in sorted((ROOT / folder).rglob("*.py"))
+           if not path.is_relative_to(ROOT / "adapters" / "cli")
+           for name in imported_modules(path) if allowed(name, NOT_FROM_THE_FACADE)]
+    assert not bad, "\n".join(bad)
+
+
+def test_every_room_is_documented() -> None:
+    for room in [*ROOMS, *integration_rooms()]:
+        init = ROOT / room / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text())) if init.exists() else None
+        assert (doc and "May import" in doc) or room in ("domain", "projections"), (
+            f"{room}/__init__.py must say what lives there and what it may import")
 
 
 def test_the_check_catches_an_outward_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    from convlog.log import ConversationLog\n")
-    assert imported_modules(bad) == ["convlog.log"]
+    bad.write_text("def f():\n    from convlog.services.log import ConversationLog\n")
+    assert imported_modules(bad) == ["convlog.services.log"]
+    assert not allowed("convlog.services.log", ROOMS["adapters/storage"])
+    assert not allowed("convlog.storagex", ("convlog.storage",))
+    assert allowed("convlog.storage.sqlite", ROOMS["adapters/views"])
+    assert not allowed("convlog.storage.sqlite", INTEGRATION)

@@ -53,9 +53,9 @@ from convlog.domain.events import (
     SessionStarted,
     SummaryRecorded,
 )
-from convlog.errors import CorruptEvent
-from convlog.jsonlines import AnyLine, PartIn, parse_lines
-from convlog.mapper import SNAPSHOT_TOPIC, Envelope, MsgspecMapper, all_topics, topic_of
+from convlog.services.jsonlines import AnyLine, PartIn, parse_lines
+from convlog.storage.errors import CorruptEvent
+from convlog.storage.mapper import SNAPSHOT_TOPIC, Envelope, MsgspecMapper, all_topics, topic_of
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from convlog.jsonlines import LINE_TYPES, parse_lines
+from convlog.services.jsonlines import LINE_TYPES, parse_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -44,7 +44,7 @@ def test_the_guarantees_cite_tests() -> None:
 
 
 def test_every_queryable_table_and_view_is_documented_with_its_columns() -> None:
-    from convlog.analytics import Analytics
+    from convlog.views.analytics import Analytics
 
     section = README.split("### Tables and views", 1)[1].split("\n## ", 1)[0]
     documented = dict(re.findall(r"^\| `(\w+)` \| [^|]+ \| ([^\n]+) \|$", section, re.M))

@@ -16,8 +16,8 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 
 from convlog.domain.events import EVENT_TYPES, Event, ResumeFailed, ResumeSucceeded
-from convlog.errors import CorruptEvent
-from convlog.mapper import Envelope, MsgspecMapper, all_topics, topic_of
+from convlog.storage.errors import CorruptEvent
+from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics, topic_of
 from tests.samples import AT, samples
 
 GOLDEN = Path(__file__).parent.parent / "golden"

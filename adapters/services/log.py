@@ -15,9 +15,8 @@ from typing import Any
 
 import msgspec
 
-from convlog.analytics import Analytics, CatalogRow, CostRow
-from convlog.application import ConversationStore
-from convlog.context import Context, ContextBuilder, Summarizer
+from convlog.accounting.prices import ModelPrice, PriceTable
+from convlog.accounting.tokens import warm_up_in_background, with_token_count
 from convlog.domain.conversation import (
     AppendMessages,
     Archive,
@@ -33,16 +32,17 @@ from convlog.domain.conversation import (
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
-from convlog.errors import StorageError
-from convlog.handle import ConversationHandle
-from convlog.prices import ModelPrice, PriceTable
 from convlog.projections.context import Budget
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
-from convlog.resume import ResumeOutcome, ResumeRun, Tier, resume
-from convlog.storage import StorageConfig, parse_url
-from convlog.telemetry import TelemetryRow
-from convlog.tokens import warm_up_in_background, with_token_count
+from convlog.services.context import Context, ContextBuilder, Summarizer
+from convlog.services.handle import ConversationHandle
+from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume
+from convlog.storage.application import ConversationStore
+from convlog.storage.errors import StorageError
+from convlog.storage.urls import StorageConfig, parse_url
+from convlog.views.analytics import Analytics, CatalogRow, CostRow
+from convlog.views.telemetry import TelemetryRow
 
 
 class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -283,7 +283,7 @@ class ConversationLog:
         """The DuckDB read models (opened on first use, next to the event store)."""
         if self._analytics is None:
             option = self.config.options.get("views")
-            from convlog.duckdb import ViewStore, default_path  # DuckDB loads on first use
+            from convlog.views.duckdb import ViewStore, default_path  # DuckDB loads on first use
 
             path = self._views_path or (Path(option) if option else None) or default_path(
                 self.config.path, self.config.backend)

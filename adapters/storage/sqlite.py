@@ -1,6 +1,6 @@
 """SQLite storage: eventsourcing's SQLite persistence, tuned, plus a message-id index.
 
-Selected with ``PERSISTENCE_MODULE=convlog.sqlite`` (done by `convlog.storage` for
+Selected with ``PERSISTENCE_MODULE=convlog.storage.sqlite`` (done by `convlog.storage.urls` for
 ``sqlite:///...`` URLs). What it adds to the stock module:
 
 * every connection sets ``PRAGMA synchronous`` (default NORMAL: in WAL mode a commit
@@ -9,7 +9,7 @@ Selected with ``PERSISTENCE_MODULE=convlog.sqlite`` (done by `convlog.storage` f
   third of the single-append rate on this machine: one fsync per commit; see
   `make bench`),
 * one dedicated connection for writes (see `insert_events`),
-* WAL checkpoints on a thread of their own (see `convlog.sqlite_wal`),
+* WAL checkpoints on a thread of their own (see `convlog.storage.sqlite_wal`),
 * reads of one statement on a pooled connection, without a transaction wrapper
   (see `_rows`), and
 * a ``convlog_stream_message_ids`` table, written in the SAME transaction as the
@@ -39,7 +39,7 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
-from convlog.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
+from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
 
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit

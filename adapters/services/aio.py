@@ -12,17 +12,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from convlog.analytics import CatalogRow, CostRow
-from convlog.context import AsyncSummarizer, Context, ContextBuilder, Summarizer
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
-from convlog.log import AppendResult, ConversationLog, SessionInfo
 from convlog.projections.context import Budget
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
-from convlog.resume import ResumeOutcome, ResumeRun, Tier, resume_async
-from convlog.telemetry import TelemetryRow
+from convlog.services.context import AsyncSummarizer, Context, ContextBuilder, Summarizer
+from convlog.services.log import AppendResult, ConversationLog, SessionInfo
+from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume_async
+from convlog.views.analytics import CatalogRow, CostRow
+from convlog.views.telemetry import TelemetryRow
 
 
 class AsyncConversationLog:

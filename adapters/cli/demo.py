@@ -135,7 +135,7 @@ def second_process(url: str) -> None:
 
 
 def run_phase(phase: str, url: str) -> None:
-    subprocess.run([sys.executable, "-m", "convlog.demo", phase, url], check=True)
+    subprocess.run([sys.executable, "-m", "convlog.cli.demo", phase, url], check=True)
 
 
 def main(argv: list[str] | None = None) -> int:

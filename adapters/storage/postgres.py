@@ -1,7 +1,7 @@
 """PostgreSQL storage: eventsourcing's PostgreSQL persistence plus the message-id index.
 
-Selected with ``PERSISTENCE_MODULE=convlog.postgres:Factory`` (done by
-`convlog.storage` for ``postgresql://`` URLs). Same shape as convlog.sqlite: a
+Selected with ``PERSISTENCE_MODULE=convlog.storage.postgres:Factory`` (done by
+`convlog.storage.urls` for ``postgresql://`` URLs). Same shape as convlog.storage.sqlite: a
 ``convlog_message_ids`` table written in the SAME transaction as the events (right
 after them, inside eventsourcing's pipelined transaction), so a
 retried turn is a no-op however many hosts write; and `select_raw` for the views.
@@ -101,7 +101,7 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder):
             return {row["message_id"] for row in curs.fetchall()}
 
     def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]:
-        """See convlog.sqlite.SQLiteConvlogRecorder.select_raw."""
+        """See convlog.storage.sqlite.SQLiteConvlogRecorder.select_raw."""
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(self._select_raw, (after, limit))
             return [(row["notification_id"], _hex(row["originator_id"]),
@@ -111,7 +111,7 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder):
 
     def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
                     ) -> list[tuple[int, str, bytes]]:
-        """See convlog.sqlite.SQLiteConvlogRecorder.select_tail."""
+        """See convlog.storage.sqlite.SQLiteConvlogRecorder.select_tail."""
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(self._select_tail, (originator_id, list(topics), limit))
             return [(row["originator_version"], row["topic"], bytes(row["state"]))

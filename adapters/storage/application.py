@@ -28,8 +28,8 @@ from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
 
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
-from convlog.errors import ConcurrencyError, StorageError
-from convlog.mapper import Envelope, MsgspecMapper, all_topics
+from convlog.storage.errors import ConcurrencyError, StorageError
+from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics
 
 SNAPSHOT_INTERVAL = 500
 F = TypeVar("F", bound=Callable[..., Any])

@@ -25,7 +25,7 @@ from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 
 from convlog.domain.conversation import Conversation
 from convlog.domain.events import EVENT_TYPES, Event
-from convlog.errors import CorruptEvent
+from convlog.storage.errors import CorruptEvent
 
 SNAPSHOT_TOPIC = "conversation_state"
 

@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import msgspec
 
-from convlog.application import ConversationStore
+from convlog.accounting.prices import PriceTable
 from convlog.domain.errors import InvalidInput
-from convlog.prices import PriceTable
 from convlog.projections.catalog import CATALOG
 from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
-from convlog.telemetry import TelemetryRow, telemetry_sql, to_rows
+from convlog.storage.application import ConversationStore
+from convlog.views.telemetry import TelemetryRow, telemetry_sql, to_rows
 
 if TYPE_CHECKING:  # DuckDB is imported when the views are first used, not by `import convlog`
     import duckdb
 
-    from convlog.duckdb import ViewStore
+    from convlog.views.duckdb import ViewStore
 
 CostGroup = Literal["conversation", "user", "agent", "model", "day"]
 COST_GROUPS: tuple[str, ...] = ("conversation", "user", "agent", "model", "day")

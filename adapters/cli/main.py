@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import convlog
-from convlog.analytics import COST_GROUPS
-from convlog.commands import COMMANDS
+from convlog.cli.commands import COMMANDS
 from convlog.domain.errors import ConvlogError
-from convlog.jsonlines import LINE_TYPES
 from convlog.projections.formats import FORMATS
-from convlog.storage import DEFAULT_URL, ENV_VAR
-from convlog.telemetry import TELEMETRY_GROUPS
+from convlog.services.jsonlines import LINE_TYPES
+from convlog.storage.urls import DEFAULT_URL, ENV_VAR
+from convlog.views.analytics import COST_GROUPS
+from convlog.views.telemetry import TELEMETRY_GROUPS
 
 
 class UsageError(Exception):

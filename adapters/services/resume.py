@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from convlog.context import Context, ContextBuilder, is_async_callable
 from convlog.domain.conversation import BindNativeSession, Command, RecordFact, conversation_id
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
@@ -44,6 +43,7 @@ from convlog.domain.events import (
 )
 from convlog.projections.context import Budget
 from convlog.projections.formats import check_format
+from convlog.services.context import Context, ContextBuilder, is_async_callable
 
 MAX_ERROR_CHARS = 500
 _FRESH_NAME = re.compile(r"(^|[/:._ -])new$")  # "session/new", "new"; not "session/renew"

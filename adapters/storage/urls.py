@@ -8,7 +8,7 @@ Accepted forms::
     memory://                         (this process only; for tests)
     postgresql://user[:password]@host[:port]/db[?options]
 
-SQLite query options: ``synchronous=normal|full`` (see convlog.sqlite) and
+SQLite query options: ``synchronous=normal|full`` (see convlog.storage.sqlite) and
 ``timeout=SECONDS`` (how long a writer waits for another process's lock, default 5).
 PostgreSQL query options: ``pool_size`` (default 5), ``max_overflow`` (10),
 ``connect_timeout`` (seconds, 30), ``lock_timeout`` (seconds a writer waits for the
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from convlog.errors import StorageError, UnsupportedURL
+from convlog.storage.errors import StorageError, UnsupportedURL
 
 DEFAULT_URL = "sqlite:///./convlog.db"
 ENV_VAR = "CONVLOG_URL"
@@ -57,11 +57,11 @@ class StorageConfig:
 
     def env(self) -> dict[str, str]:
         if self.backend == "memory":
-            return {"PERSISTENCE_MODULE": "convlog.memory:Factory"}
+            return {"PERSISTENCE_MODULE": "convlog.storage.memory:Factory"}
         if self.backend == "sqlite":
             assert self.path is not None
             env = {
-                "PERSISTENCE_MODULE": "convlog.sqlite:Factory",
+                "PERSISTENCE_MODULE": "convlog.storage.sqlite:Factory",
                 "SQLITE_DBNAME": str(self.path),
                 "CONVLOG_SQLITE_SYNCHRONOUS": self.options.get("synchronous", "normal"),
             }
@@ -76,7 +76,7 @@ class StorageConfig:
             raise UnsupportedURL(
                 f"{_redact(self.url)!r}: expected postgresql://user@host[:port]/database")
         env = {
-            "PERSISTENCE_MODULE": "convlog.postgres:Factory",
+            "PERSISTENCE_MODULE": "convlog.storage.postgres:Factory",
             "POSTGRES_DBNAME": unquote(parts.path.strip("/")),
             "POSTGRES_HOST": parts.hostname,
             "POSTGRES_PORT": str(parts.port or 5432),

@@ -33,8 +33,8 @@ from typing import Any, NamedTuple, Protocol
 import duckdb
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
-from convlog.errors import CorruptEvent, StorageError
 from convlog.projections.views import Table, View
+from convlog.storage.errors import CorruptEvent, StorageError
 
 APPLICATION = "convlog"
 VIEWS_FORMAT = 7  # bump when rows change meaning without a table change: forces a rebuild

@@ -1,0 +1,7 @@
+"""Counting and pricing: tokens per message, USD per token.
+
+Lives here: the token counter (`tokens`), the offline vocabulary it is built from
+(`vocabulary`), and model prices (`prices`).
+
+May import: the domain. Nothing else of ours: everything else counts on it.
+"""

@@ -1,0 +1,10 @@
+"""Application services: what a host does with a log, as use cases.
+
+Lives here: the log and its conversation handles (`log`, `handle`, `aio` for asyncio
+hosts), the tiered resume (`resume`), the context builder (`context`), the message
+builders (`builders`) and the typed record input that every entry point decodes into
+(`jsonlines`: the CLI's `record`, and any other surface that takes a host's lines).
+
+May import: the domain, the projections, `storage/`, `views/`, `accounting/`.
+Never `cli/` or an integration room: entry points call in, services never call out.
+"""

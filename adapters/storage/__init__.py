@@ -1,0 +1,11 @@
+"""Storage technology: where events are kept, and in which bytes.
+
+Lives here: the eventsourcing application (`application`), the msgspec mapper that
+turns events into stored rows and back (`mapper`, whose output is a STORED FORMAT),
+storage URLs (`urls`), the storage errors (`errors`), and one module per technology
+with the same shape: `sqlite` (with `sqlite_wal`, its checkpointer), `postgres`,
+`memory`.
+
+May import: the domain, and other modules of `storage/`. Never the services, the
+views, `accounting/` or `cli/`: a store knows events, not what hosts do with them.
+"""
