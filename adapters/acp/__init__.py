@@ -1,0 +1,58 @@
+"""convlog for the Agent Client Protocol: the `convlog acp` proxy, and a helper for
+agents written in Python with the SDK.
+
+Needs the optional extra: ``pip install 'convlog[acp]'`` (the
+`agent-client-protocol` SDK, import name `acp`). `import convlog` never needs it.
+
+    wire.py        hardened newline-delimited JSON-RPC frames (the SDK's Transport seam)
+    downstream.py  the real agent: its process and the SDK connection to it
+    turns.py       one prompt turn assembled from streamed updates into two messages
+    replay.py      a stored conversation as `session/update` notifications
+    sessions.py    client ids <-> conversations <-> agent sessions; tiered attach
+    recorder.py    the proxy's writes (one `append_turn` per turn)
+    proxy.py       the method handlers of both sides
+    run.py         serving on stdio, shutdown
+    helper.py      `AgentSessions`: session/load and the id mapping for Python agents
+
+An integration room: it reaches the log only through the public facade (`import
+convlog`) and the application services, plus domain types; never storage or views.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from convlog.domain.errors import ConvlogError
+
+EXTRA_HINT = "the ACP proxy needs the 'acp' extra: pip install 'convlog[acp]'"
+
+
+def require_sdk() -> None:
+    """Fail with one clear error when the ACP SDK is not installed."""
+    try:
+        import acp  # noqa: F401
+    except ImportError:
+        raise ConvlogError(EXTRA_HINT) from None
+
+
+require_sdk()
+
+if TYPE_CHECKING:
+    from convlog.acp.helper import AgentSessions
+    from convlog.acp.proxy import Proxy
+    from convlog.acp.run import run_stdio
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Proxy":
+        from convlog.acp.proxy import Proxy as value
+    elif name == "run_stdio":
+        from convlog.acp.run import run_stdio as value
+    elif name == "AgentSessions":
+        from convlog.acp.helper import AgentSessions as value
+    else:
+        raise AttributeError(f"module 'convlog.acp' has no attribute {name!r}")
+    return value
+
+
+__all__ = ["AgentSessions", "Proxy", "run_stdio"]

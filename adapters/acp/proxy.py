@@ -1,0 +1,302 @@
+"""`convlog acp -- AGENT...`: an ACP agent to the client, a client to the real agent.
+
+Both sides are the SDK's JSON-RPC `Connection` with raw method handlers, not its
+typed `Agent`/`Client` classes: those validate every frame into models and drop what
+the schema does not know, while a proxy must pass through unchanged every method,
+field and capability it does not understand (extensions, `_meta`, newer protocol
+versions). Only the session id is rewritten (the client's id <-> the agent's), and
+the methods the proxy serves itself are checked against the SDK's schema models.
+
+Served by the proxy: `initialize` (forwarded; the answer also advertises
+`loadSession`, `sessionCapabilities.list` and `.resume`), `session/new` (forwarded,
+recorded), `session/prompt` (forwarded, recorded as one turn), `session/load` and
+`session/resume` (tiered resume against the agent; load replays the conversation
+from the log first), `session/list` (the catalog). Everything else is forwarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import convlog
+from convlog.acp.downstream import AgentExited, Downstream
+from convlog.acp.recorder import Recorder
+from convlog.acp.replay import replay_updates
+from convlog.acp.sessions import KEY_PREFIX, Session, Sessions, key_of
+from convlog.acp.turns import Turn
+from convlog.acp.wire import DEFAULT_MAX_FRAME
+
+log = logging.getLogger("convlog.acp")
+
+LIST_PAGE = 50
+
+
+def _invalid(exc: Exception) -> Exception:
+    """A pydantic ValidationError as the JSON-RPC error naming the bad fields."""
+    from acp import RequestError
+
+    errors = [{"field": ".".join(str(p) for p in e.get("loc", ())), "error": e.get("msg")}
+              for e in getattr(exc, "errors", list)()]
+    return RequestError.invalid_params({"errors": errors})
+
+
+def _check(model_name: str, params: Any) -> None:
+    from pydantic import ValidationError
+
+    import acp.schema
+
+    try:
+        getattr(acp.schema, model_name).model_validate(params)
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+def _with_session(params: Any, session_id: str) -> Any:
+    return {**params, "sessionId": session_id} if isinstance(params, dict) else params
+
+
+class Proxy:
+    def __init__(self, log: convlog.AsyncConversationLog, command: list[str], *,
+                 budget: convlog.Budget | None = None, agent_name: str | None = None,
+                 max_frame: int = DEFAULT_MAX_FRAME, grace: float = 2.0):
+        self.agent = Downstream(command, self.from_agent, max_frame=max_frame)
+        self.sessions = Sessions(log, self.agent, budget or convlog.Budget())
+        self.recorder = Recorder(log)
+        self.log = log
+        self.max_frame = max_frame
+        self.grace = grace
+        self.agent_name = agent_name
+        self.client_info: dict[str, Any] = {}
+        self.client: Any = None  # the SDK Connection to the client
+        self.agent.on_exit = lambda code: self.sessions.detach_all()
+
+    # ------------------------------------------------------------ client -> agent
+
+    async def from_client(self, method: str, params: Any, is_notification: bool) -> Any:
+        if is_notification:
+            return await self._client_notification(method, params)
+        serve = {"initialize": self.initialize, "session/new": self.new_session,
+                 "session/load": self.load_session, "session/resume": self.resume_session,
+                 "session/list": self.list_sessions, "session/prompt": self.prompt}.get(method)
+        if serve is not None:
+            return await serve(params)
+        return await self._forward(method, params)
+
+    async def _forward(self, method: str, params: Any) -> Any:
+        session = self.sessions.by_id.get(params.get("sessionId")) \
+            if isinstance(params, dict) and isinstance(params.get("sessionId"), str) else None
+        if session is not None:
+            if not self.sessions.attached(session):
+                await self.sessions.attach(session)
+            params = _with_session(params, session.native_id or "")
+            if method == "session/close":
+                self.sessions.by_native.pop(session.native_id or "", None)
+                self.sessions.by_id.pop(session.id, None)
+        return await self._ask(method, params)
+
+    async def _ask(self, method: str, params: Any) -> Any:
+        from acp import RequestError
+
+        try:
+            return await self.agent.request(method, params)
+        except AgentExited as exc:
+            raise RequestError.internal_error({"details": str(exc)}) from None
+
+    async def _client_notification(self, method: str, params: Any) -> None:
+        if isinstance(params, dict):
+            session = self.sessions.by_id.get(params.get("sessionId"))  # type: ignore[arg-type]
+            if session is not None and session.native_id is not None:
+                params = _with_session(params, session.native_id)
+        await self.agent.notify(method, params)
+
+    async def initialize(self, params: Any) -> Any:
+        _check("InitializeRequest", params)
+        info = params.get("clientInfo")
+        self.client_info = info if isinstance(info, dict) else {}
+        try:
+            result = await self.agent.initialize(params)
+        except AgentExited as exc:
+            from acp import RequestError
+
+            raise RequestError.internal_error({"details": str(exc)}) from None
+        agent_info = result.get("agentInfo")
+        if self.agent_name is None:
+            name = agent_info.get("name") if isinstance(agent_info, dict) else None
+            self.agent_name = name if isinstance(name, str) and name \
+                else os.path.basename(self.agent.command[0])
+        return advertise(result)
+
+    async def new_session(self, params: Any) -> Any:
+        _check("NewSessionRequest", params)
+        result = await self._ask("session/new", params)
+        native = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(native, str) or not native:
+            return result  # not a session we can track: the client gets what the agent said
+        session = Session(id=uuid.uuid4().hex, cwd=params["cwd"],
+                          mcp_servers=list(params.get("mcpServers") or []),
+                          cost_base=Decimal(0))  # a new agent session has cost nothing yet
+        session.model = _current_model(result)
+        info = result.get("agentInfo") if isinstance(result.get("agentInfo"), dict) else {}
+        await self.recorder.start(session.key, agent=self.agent_name, cwd=session.cwd,
+                                  metadata=self._metadata(info), native=native)
+        self.sessions.bind(session, native)
+        return {**result, "sessionId": session.id}
+
+    def _metadata(self, extra: dict[str, Any]) -> dict[str, Any]:
+        agent_info = self.agent.initialize_result.get("agentInfo")
+        meta: dict[str, Any] = {"client": self.client_info.get("name"),
+                                "client_version": self.client_info.get("version"),
+                                "agent_command": self.agent.command, "via": "convlog acp"}
+        if isinstance(agent_info, dict):
+            meta["agent_version"] = agent_info.get("version")
+        return {k: v for k, v in {**meta, **extra}.items() if v is not None}
+
+    async def load_session(self, params: Any) -> Any:
+        _check("LoadSessionRequest", params)
+        session, answer = await self._reattach(params)
+        messages = await self.log.messages(session.key)
+        for update in replay_updates(messages):
+            await self.client.send_notification("session/update",
+                                                {"sessionId": session.id, "update": update})
+        return answer
+
+    async def resume_session(self, params: Any) -> Any:
+        _check("ResumeSessionRequest", params)
+        _, answer = await self._reattach(params)
+        return answer
+
+    async def _reattach(self, params: dict[str, Any]) -> tuple[Session, dict[str, Any]]:
+        """The session the client names, attached to the running agent by tiers."""
+        from acp import RequestError
+
+        session_id = params["sessionId"]
+        session = self.sessions.by_id.get(session_id)
+        if session is None:
+            if not await self.log.exists(key_of(session_id)):
+                raise RequestError(-32002, "Resource not found",
+                                   {"sessionId": session_id, "details": "no such session"})
+            session = Session(id=session_id)
+            self.sessions.by_id[session_id] = session
+        session.cwd = params["cwd"]
+        session.mcp_servers = list(params.get("mcpServers") or [])
+        if self.sessions.attached(session):
+            return session, {}
+        return session, await self.sessions.attach(session)
+
+    async def list_sessions(self, params: Any) -> Any:
+        from acp import RequestError
+
+        _check("ListSessionsRequest", params)
+        cwd, cursor = params.get("cwd"), params.get("cursor")
+        if cursor is not None and not (isinstance(cursor, str) and cursor.isdigit()):
+            raise RequestError.invalid_params({"field": "cursor", "error": "unknown cursor"})
+        rows = [r for r in await self.log.sessions(agent=self.agent_name)
+                if r.key.startswith(KEY_PREFIX) and (cwd is None or r.workspace == cwd)]
+        start = int(cursor or 0)
+        page = rows[start:start + LIST_PAGE]
+        answer: dict[str, Any] = {"sessions": [{
+            "sessionId": r.key.removeprefix(KEY_PREFIX), "cwd": r.workspace or "/",
+            **({"title": r.title} if r.title else {}),
+            **({"updatedAt": r.last_active_at.isoformat()} if r.last_active_at else {}),
+        } for r in page]}
+        if start + LIST_PAGE < len(rows):
+            answer["nextCursor"] = str(start + LIST_PAGE)
+        return answer
+
+    async def prompt(self, params: Any) -> Any:
+        from acp import RequestError
+
+        _check("PromptRequest", params)
+        session = self.sessions.by_id.get(params["sessionId"])
+        if session is None and await self.log.exists(key_of(params["sessionId"])):
+            # a client that prompts a known session without loading it first (the proxy
+            # restarted under it): attach it where it was, without a replay
+            info = await self.log.info(key_of(params["sessionId"]))
+            session, _ = await self._reattach({"sessionId": params["sessionId"],
+                                               "cwd": info.workspace or "/"})
+        if session is None or session.turn is not None:
+            return await self._ask("session/prompt", params)  # not ours to record
+        if not self.sessions.attached(session):
+            await self.sessions.attach(session)
+        turn = session.turn = Turn(prompt=list(params["prompt"]), agent=self.agent_name,
+                                   model=session.model)
+        forwarded = _with_session(params, session.native_id or "")
+        if session.injection:
+            forwarded["prompt"] = [{"type": "text", "text": session.injection},
+                                   *params["prompt"]]
+            session.injection = None  # exactly once, whatever the agent answers
+        try:
+            result = await self.agent.request("session/prompt", forwarded)
+        except AgentExited as exc:
+            await self.recorder.turn(session.key, turn.close(f"cut off: {exc}"))
+            raise RequestError.internal_error({"details": str(exc)}) from None
+        except RequestError as exc:
+            await self.recorder.turn(session.key, turn.close(f"failed: {exc}"))
+            raise
+        finally:
+            session.turn = None
+        stop = result.get("stopReason") if isinstance(result, dict) else None
+        usage = result.get("usage") if isinstance(result, dict) else None
+        await self.recorder.turn(session.key, turn.close(stop if isinstance(stop, str)
+                                                         else "end_turn", usage))
+        return result
+
+    # ------------------------------------------------------------ agent -> client
+
+    async def from_agent(self, method: str, params: Any, is_notification: bool) -> Any:
+        native = params.get("sessionId") if isinstance(params, dict) else None
+        if native in self.sessions.loading:
+            return None  # the agent's own replay of a native load: the log replays
+        session = self.sessions.native(native)
+        if session is not None:
+            params = _with_session(params, session.id)
+            if method == "session/update" and session.turn is not None:
+                total = session.turn.add(params.get("update"), session.cost_base)
+                if total is not None:
+                    session.cost_base = total
+        if is_notification:
+            await self.client.send_notification(method, params)
+            return None
+        return await self.client.send_request(method, params)
+
+    # ------------------------------------------------------------------ running
+
+    async def shutdown(self) -> None:
+        """The client is gone (or a signal came): let running turns end, record them."""
+        open_turns = [s for s in self.sessions.by_id.values() if s.turn is not None]
+        for session in open_turns:
+            await self.agent.notify("session/cancel", {"sessionId": session.native_id})
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.grace
+        while any(s.turn is not None for s in open_turns) and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        for session in open_turns:
+            if session.turn is not None:
+                await self.recorder.turn(session.key, session.turn.close(
+                    "cut off: the client disconnected"))
+        await self.recorder.drain()
+        await self.agent.stop()
+
+
+def _current_model(result: Any) -> str | None:
+    models = result.get("models") if isinstance(result, dict) else None
+    model = models.get("currentModelId") if isinstance(models, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
+def advertise(result: Any) -> Any:
+    """The agent's initialize answer, plus what the proxy itself serves for any agent."""
+    if not isinstance(result, dict):
+        return result
+    caps = dict(result.get("agentCapabilities") or {})
+    caps["loadSession"] = True
+    sessions = dict(caps.get("sessionCapabilities") or {})
+    sessions.setdefault("list", {})
+    sessions.setdefault("resume", {})
+    caps["sessionCapabilities"] = sessions
+    return {**result, "agentCapabilities": caps}
