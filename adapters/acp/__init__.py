@@ -43,16 +43,17 @@ if TYPE_CHECKING:
     from convlog.acp.run import run_stdio
 
 
+_LAZY = {"Proxy": "convlog.acp.proxy", "run_stdio": "convlog.acp.run",
+         "AgentSessions": "convlog.acp.helper"}
+
+
 def __getattr__(name: str) -> Any:
-    if name == "Proxy":
-        from convlog.acp.proxy import Proxy as value
-    elif name == "run_stdio":
-        from convlog.acp.run import run_stdio as value
-    elif name == "AgentSessions":
-        from convlog.acp.helper import AgentSessions as value
-    else:
+    """The public names load on first use (the SDK and pydantic are heavy)."""
+    if name not in _LAZY:
         raise AttributeError(f"module 'convlog.acp' has no attribute {name!r}")
-    return value
+    from importlib import import_module
+
+    return getattr(import_module(_LAZY[name]), name)
 
 
 __all__ = ["AgentSessions", "Proxy", "run_stdio"]

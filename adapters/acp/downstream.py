@@ -111,6 +111,7 @@ class Downstream:
         try:
             return await self._conn.send_request(method, params)
         except ConnectionError:
+            await self.wait_exit(1.0)  # its stdout closes just before its exit status
             raise AgentExited(self.exit_text()) from None
 
     async def notify(self, method: str, params: Any) -> None:

@@ -46,9 +46,8 @@ def _invalid(exc: Exception) -> Exception:
 
 
 def _check(model_name: str, params: Any) -> None:
-    from pydantic import ValidationError
-
     import acp.schema
+    from pydantic import ValidationError
 
     try:
         getattr(acp.schema, model_name).model_validate(params)
@@ -88,8 +87,8 @@ class Proxy:
         return await self._forward(method, params)
 
     async def _forward(self, method: str, params: Any) -> Any:
-        session = self.sessions.by_id.get(params.get("sessionId")) \
-            if isinstance(params, dict) and isinstance(params.get("sessionId"), str) else None
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        session = self.sessions.by_id.get(session_id) if isinstance(session_id, str) else None
         if session is not None:
             if not self.sessions.attached(session):
                 await self.sessions.attach(session)

@@ -16,6 +16,7 @@ telemetry --by agent` shows how often each agent's own resume works.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -146,5 +147,11 @@ class Sessions:
         return answer
 
     async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        result = await self.agent.request(method, params)
+        from acp import RequestError
+
+        try:
+            result = await self.agent.request(method, params)
+        except RequestError as exc:  # keep the agent's details in the recorded error
+            detail = f"{exc} {json.dumps(exc.data, default=str)}" if exc.data else str(exc)
+            raise RequestError(exc.code, f"{method}: {detail}", exc.data) from None
         return result if isinstance(result, dict) else {}

@@ -21,6 +21,7 @@ error) is dropped with a warning: answering a response is not allowed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from typing import Any
@@ -110,10 +111,8 @@ class FrameTransport:
 
     async def _reply(self, message: dict[str, Any]) -> None:
         self.rejected += 1
-        try:
+        with contextlib.suppress(ConnectionError):  # the peer is gone: nobody to tell
             await self.send(message)
-        except ConnectionError:
-            pass  # the peer is gone: nobody to tell
 
     async def receive(self) -> dict[str, Any] | None:
         while True:

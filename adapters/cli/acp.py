@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+from collections.abc import Callable
 
 import convlog
 from convlog.domain.errors import ConvlogError, InvalidInput
 
 
-def add_parser(command: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """Declare `convlog acp` with the shared parser's `command(name, help)`."""
     p = command("acp", "a stdio ACP proxy in front of an agent: records every "
                        "conversation, and resumes sessions the agent forgot")
     p.add_argument("--tokens", type=int, default=10_000, metavar="N",

@@ -25,7 +25,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp import (
     PROTOCOL_VERSION,
@@ -37,7 +37,6 @@ from acp import (
     RequestError,
     run_agent,
     start_tool_call,
-    text_block,
     update_agent_message_text,
     update_agent_thought_text,
     update_tool_call,
@@ -55,7 +54,10 @@ from acp.schema import (
 )
 
 
-class TestAgent(Agent):
+class TestAgent:
+    """Duck-typed like the SDK's `Agent` protocol: what it lacks is "Method not found"
+    (the SDK's router looks methods up by name), as with a real agent."""
+
     def __init__(self, mode: str, trace: Path, state: Path | None):
         self.mode, self.trace, self.state = mode, trace, state
         self.sessions: dict[str, list[str]] = {}
@@ -158,7 +160,7 @@ def main() -> None:
     parser.add_argument("--trace", type=Path, required=True)
     parser.add_argument("--state", type=Path)
     args = parser.parse_args()
-    asyncio.run(run_agent(TestAgent(args.mode, args.trace, args.state),
+    asyncio.run(run_agent(cast(Agent, TestAgent(args.mode, args.trace, args.state)),
                           use_unstable_protocol=True))
 
 
