@@ -8,6 +8,7 @@ its modes. The database is a real SQLite file, read back with the public API.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -48,10 +49,8 @@ async def session_with(client: RecordingClient, db: str, mode: str, workdir: Pat
 
 def kill_agents(workdir: Path) -> None:
     for pid in {t["pid"] for t in trace(workdir)}:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @pytest.fixture
@@ -93,15 +92,16 @@ def test_a_turn_is_forwarded_and_recorded_as_one_user_and_one_assistant_message(
         assert (state.agent, state.channel, state.workspace) == ("test-memory", "acp",
                                                                  str(tmp_path))
         assert state.native_session_id == "0"
-        started = log.events(key)[0].event
+        started: Any = log.events(key)[0].event
         assert started.metadata["client"] == "e2e-client"
         assert started.metadata["client_version"] == "2.5"
         user, agent = log.messages(key)
+        parts: Any = agent.content
         assert (user.role, user.content) == ("user", "the codeword is PELICAN")
         assert agent.role == "assistant" and agent.agent == "test-memory"
-        kinds = [type(p).__name__ for p in agent.content]
+        kinds = [type(p).__name__ for p in parts]
         assert kinds == ["ThinkingPart", "ToolUsePart", "ToolResultPart", "TextPart"]
-        tool_use, result = agent.content[1], agent.content[2]
+        tool_use, result = parts[1], parts[2]
         assert (tool_use.name, tool_use.arguments) == ("lookup",
                                                        '{"q": "the codeword is PELICAN"}')
         assert result.content == '{"hits": 0}' and not result.is_error
@@ -217,8 +217,8 @@ def test_a_flaky_resume_is_recorded_and_the_next_tiers_take_over(tmp_path: Path,
         assert reasons["session/resume"].failed == 1
         assert reasons["session/load"].failed == 1
         assert reasons["session/new"].succeeded == 1
-        failed = [e.event for e in log.events(f"acp:{session_id}")
-                  if type(e.event).__name__ == "ResumeFailed"]
+        failed: list[Any] = [e.event for e in log.events(f"acp:{session_id}")
+                             if type(e.event).__name__ == "ResumeFailed"]
         assert [(f.strategy, f.reason) for f in failed] == [("session/resume", "error"),
                                                             ("session/load", "not_found")]
         assert "backend busy" in (failed[0].error or "")
@@ -272,7 +272,7 @@ def test_the_agent_dying_mid_turn_records_what_was_said_and_a_new_agent_takes_ov
     with convlog.open(db) as log:
         messages = log.messages(f"acp:{session_id}")
         assert [m.role for m in messages] == ["user", "assistant"] * 3
-        cut = messages[3]
+        cut: Any = messages[3]
         assert cut.content[-2].text == "about to"  # what the user saw before the crash
         assert cut.content[-1].text.startswith("[turn cut off: the agent process exited")
 
@@ -292,19 +292,20 @@ def test_cancel_and_client_disconnect_record_the_turn_as_it_ended(tmp_path: Path
             await conn.cancel(session_id=session.session_id)
             assert (await pending).stop_reason == "cancelled"
             # a second slow turn, then the client goes away in the middle of it
-            asyncio.ensure_future(conn.prompt(session_id=session.session_id,
-                                              prompt=[acp.text_block("slow two")]))
+            second = asyncio.ensure_future(conn.prompt(session_id=session.session_id,
+                                                       prompt=[acp.text_block("slow two")]))
             while len(trace(tmp_path)) < 2:
                 await asyncio.sleep(0.02)
             assert proc.stdin is not None
             proc.stdin.close()
             code = await asyncio.wait_for(proc.wait(), 15)
+            second.cancel()
             return str(session.session_id), code
 
     session_id, code = run(scenario())
     assert code == 0
     with convlog.open(db) as log:
         messages = log.messages(f"acp:{session_id}")
-        assert [m.content if isinstance(m.content, str) else m.content[-1].text
+        assert [m.content if isinstance(m.content, str) else getattr(m.content[-1], "text", "")
                 for m in messages] == ["slow one", "[turn cancelled]",
                                        "slow two", "[turn cancelled]"]
