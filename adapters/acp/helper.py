@@ -82,9 +82,8 @@ class AgentSessions:
 
 def _update_model(update: dict[str, Any]) -> Any:
     """A wire update as the SDK model its `session_update` expects."""
-    from pydantic import TypeAdapter
-
     import acp.schema
+    from pydantic import TypeAdapter
 
     return TypeAdapter(acp.schema.SessionNotification).validate_python(
         {"sessionId": "-", "update": update}).update

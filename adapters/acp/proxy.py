@@ -127,7 +127,7 @@ class Proxy:
         if self.agent_name is None:
             name = agent_info.get("name") if isinstance(agent_info, dict) else None
             self.agent_name = name if isinstance(name, str) and name \
-                else os.path.basename(self.agent.command[0])
+                else command_name(self.agent.command)
         return advertise(result)
 
     async def new_session(self, params: Any) -> Any:
@@ -280,6 +280,20 @@ class Proxy:
                     "cut off: the client disconnected"))
         await self.recorder.drain()
         await self.agent.stop()
+
+
+INTERPRETERS = ("python", "node", "bun", "deno", "npx", "uvx", "uv", "pipx", "bunx", "ruby")
+
+
+def command_name(command: list[str]) -> str:
+    """A name for an agent that does not say its own: the program, or the script or
+    package an interpreter runs (`python agent.py` -> agent.py, `npx @x/y` -> y)."""
+    name = os.path.basename(command[0])
+    if name.startswith(INTERPRETERS):
+        for arg in command[1:]:
+            if not arg.startswith("-") and arg not in ("run", "exec", "x"):
+                return os.path.basename(arg.rstrip("/")) or name
+    return name
 
 
 def _current_model(result: Any) -> str | None:
