@@ -309,3 +309,38 @@ def test_cancel_and_client_disconnect_record_the_turn_as_it_ended(tmp_path: Path
         assert [m.content if isinstance(m.content, str) else getattr(m.content[-1], "text", "")
                 for m in messages] == ["slow one", "[turn cancelled]",
                                        "slow two", "[turn cancelled]"]
+
+
+def test_a_load_uses_the_agent_session_bound_to_that_conversation(tmp_path: Path,
+                                                                  db: str) -> None:
+    async def two_sessions() -> list[str]:
+        async with acp.spawn_agent_process(
+                RecordingClient(), *proxy_command(db, agent_command("load", tmp_path)),
+                env=env()) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            ids = []
+            for text in ("first conversation", "second conversation"):
+                session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)])
+                ids.append(str(session.session_id))
+            return ids
+
+    first, second = run(two_sessions())
+
+    async def load_second() -> None:
+        async with acp.spawn_agent_process(
+                RecordingClient(), *proxy_command(db, agent_command("load", tmp_path)),
+                env=env()) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id=second, mcp_servers=[])
+            await conn.prompt(session_id=second, prompt=[acp.text_block("which one?")])
+
+    run(load_second())
+    assert trace(tmp_path)[-1] == {**trace(tmp_path)[-1], "session": "1",
+                                   "texts": ["which one?"]}
+    with convlog.open(db) as log:
+        assert log.state(f"acp:{second}").native_session_id == "1"
+        assert [e.event.native_session_id for e in log.events(f"acp:{second}")  # type: ignore[union-attr]
+                if type(e.event).__name__ == "ResumeAttempted"][:2] == ["1", "1"]
+        assert not [e for e in log.events(f"acp:{first}")
+                    if type(e.event).__name__ == "ResumeAttempted"]
