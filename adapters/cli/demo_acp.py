@@ -50,13 +50,18 @@ class DemoAgent:
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> Any:
         import acp
-        from acp.schema import AgentCapabilities, Implementation, SessionCapabilities
+        from acp.schema import (
+            AgentCapabilities,
+            Implementation,
+            SessionCapabilities,
+            SessionResumeCapabilities,
+        )
 
         return acp.InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
             agent_info=Implementation(name="demo-agent", version="1.0"),
             agent_capabilities=AgentCapabilities(load_session=True, session_capabilities=(
-                SessionCapabilities(resume={}))))
+                SessionCapabilities(resume=SessionResumeCapabilities()))))
 
     async def new_session(self, cwd: str, **kwargs: Any) -> Any:
         import acp
