@@ -47,9 +47,11 @@ from acp.schema import (
     AgentCapabilities,
     Cost,
     Implementation,
+    PermissionOption,
     ResumeSessionResponse,
     SessionCapabilities,
     SessionResumeCapabilities,
+    ToolCallUpdate,
     UsageUpdate,
 )
 
@@ -131,6 +133,12 @@ class TestAgent:
                                                status="in_progress", raw_input={"q": text}))
         await send(session_id, update_tool_call(f"t{len(memory)}", status="completed",
                                                 raw_output={"hits": len(memory)}))
+        if "permission" in text:  # a request from the agent to the client, mid-turn
+            answer = await self.conn.request_permission(
+                session_id=session_id, tool_call=ToolCallUpdate(tool_call_id="p1"),
+                options=[PermissionOption(option_id="ok", name="Allow", kind="allow_once")])
+            await send(session_id, update_agent_message_text(
+                f"permission: {answer.outcome.outcome}/{getattr(answer.outcome, 'option_id', '')}"))
         if "garbage" in text:
             sys.stdout.buffer.write(b"this is {not json\n")
             sys.stdout.buffer.flush()

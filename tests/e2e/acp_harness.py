@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import acp
-from acp.schema import Implementation
+from acp.schema import AllowedOutcome, Implementation, RequestPermissionResponse
 
 HERE = Path(__file__).resolve().parent
 AGENT = HERE / "acp_agent.py"
@@ -48,8 +48,13 @@ class RecordingClient:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update.model_dump(by_alias=True, exclude_none=True)))
 
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
-        raise acp.RequestError.method_not_found("session/request_permission")
+    asked: list[str] = field(default_factory=list)
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: Any,
+                                 **kwargs: Any) -> Any:
+        self.asked.append(session_id)
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
+                                                                option_id=options[0].option_id))
 
     def texts(self, kind: str) -> list[str]:
         return [u["content"]["text"] for _, u in self.updates

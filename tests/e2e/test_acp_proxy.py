@@ -71,6 +71,8 @@ def test_a_turn_is_forwarded_and_recorded_as_one_user_and_one_assistant_message(
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             await conn.prompt(session_id=session.session_id,
                               prompt=[acp.text_block("the codeword is PELICAN")])
+            await conn.prompt(session_id=session.session_id,
+                              prompt=[acp.text_block("ask permission")])
             return session.session_id, init
 
     session_id, init = run(scenario())
@@ -82,9 +84,12 @@ def test_a_turn_is_forwarded_and_recorded_as_one_user_and_one_assistant_message(
     assert session_id != trace(tmp_path)[0]["session"]  # the proxy's id, not the agent's "0"
     # the client got every update, under its own session id
     assert {s for s, _ in client.updates} == {session_id}
-    assert [u["sessionUpdate"] for _, u in client.updates] == [
+    assert [u["sessionUpdate"] for _, u in client.updates][:5] == [
         "agent_thought_chunk", "tool_call", "tool_call_update", "agent_message_chunk",
         "usage_update"]
+    # the agent's request to the client went through, under the client's session id
+    assert client.asked == [session_id]
+    assert "permission: selected/ok" in client.texts("agent_message_chunk")
 
     with convlog.open(db) as log:
         key = f"acp:{session_id}"
@@ -95,7 +100,7 @@ def test_a_turn_is_forwarded_and_recorded_as_one_user_and_one_assistant_message(
         started: Any = log.events(key)[0].event
         assert started.metadata["client"] == "e2e-client"
         assert started.metadata["client_version"] == "2.5"
-        user, agent = log.messages(key)
+        user, agent = log.messages(key)[:2]
         parts: Any = agent.content
         assert (user.role, user.content) == ("user", "the codeword is PELICAN")
         assert agent.role == "assistant" and agent.agent == "test-memory"
