@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import acp
 from acp.schema import AllowedOutcome, Implementation, RequestPermissionResponse
 
 HERE = Path(__file__).resolve().parent
