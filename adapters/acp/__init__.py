@@ -8,6 +8,7 @@ Needs the optional extra: ``pip install 'convlog[acp]'`` (the
     downstream.py  the real agent: its process and the SDK connection to it
     turns.py       one prompt turn assembled from streamed updates into two messages
     replay.py      a stored conversation as `session/update` notifications
+    catalog.py     capabilities added to initialize, agent names, session/list
     sessions.py    client ids <-> conversations <-> agent sessions; tiered attach
     recorder.py    the proxy's writes (one `append_turn` per turn)
     proxy.py       the method handlers of both sides

@@ -17,24 +17,22 @@ from the log first), `session/list` (the catalog). Everything else is forwarded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import os
 import uuid
 from decimal import Decimal
 from typing import Any
 
 import convlog
+from convlog.acp.catalog import advertise, command_name, current_model, list_page
 from convlog.acp.downstream import AgentExited, Downstream
 from convlog.acp.recorder import Recorder
 from convlog.acp.replay import replay_updates
-from convlog.acp.sessions import KEY_PREFIX, Session, Sessions, key_of
+from convlog.acp.sessions import Session, Sessions, key_of
 from convlog.acp.turns import Turn
 from convlog.acp.wire import DEFAULT_MAX_FRAME
 
 log = logging.getLogger("convlog.acp")
-
-LIST_PAGE = 50
-
 
 def _invalid(exc: Exception) -> Exception:
     """A pydantic ValidationError as the JSON-RPC error naming the bad fields."""
@@ -53,6 +51,21 @@ def _check(model_name: str, params: Any) -> None:
         getattr(acp.schema, model_name).model_validate(params)
     except ValidationError as exc:
         raise _invalid(exc) from None
+
+
+def _check_prompt(params: Any) -> None:
+    """Only what the proxy relies on: a content block type it does not know (a newer
+    protocol's) passes through to the agent, which decides."""
+    from acp import RequestError
+
+    errors = []
+    if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
+        errors.append({"field": "sessionId", "error": "must be a string"})
+    prompt = params.get("prompt") if isinstance(params, dict) else None
+    if not isinstance(prompt, list) or not all(isinstance(b, dict) for b in prompt):
+        errors.append({"field": "prompt", "error": "must be a list of content blocks"})
+    if errors:
+        raise RequestError.invalid_params({"errors": errors})
 
 
 def _with_session(params: Any, session_id: str) -> Any:
@@ -139,7 +152,7 @@ class Proxy:
         session = Session(id=uuid.uuid4().hex, cwd=params["cwd"],
                           mcp_servers=list(params.get("mcpServers") or []),
                           cost_base=Decimal(0))  # a new agent session has cost nothing yet
-        session.model = _current_model(result)
+        session.model = current_model(result)
         info = result.get("agentInfo") if isinstance(result.get("agentInfo"), dict) else {}
         await self.recorder.start(session.key, agent=self.agent_name, cwd=session.cwd,
                                   metadata=self._metadata(info), native=native)
@@ -188,29 +201,13 @@ class Proxy:
         return session, await self.sessions.attach(session)
 
     async def list_sessions(self, params: Any) -> Any:
-        from acp import RequestError
-
         _check("ListSessionsRequest", params)
-        cwd, cursor = params.get("cwd"), params.get("cursor")
-        if cursor is not None and not (isinstance(cursor, str) and cursor.isdigit()):
-            raise RequestError.invalid_params({"field": "cursor", "error": "unknown cursor"})
-        rows = [r for r in await self.log.sessions(agent=self.agent_name)
-                if r.key.startswith(KEY_PREFIX) and (cwd is None or r.workspace == cwd)]
-        start = int(cursor or 0)
-        page = rows[start:start + LIST_PAGE]
-        answer: dict[str, Any] = {"sessions": [{
-            "sessionId": r.key.removeprefix(KEY_PREFIX), "cwd": r.workspace or "/",
-            **({"title": r.title} if r.title else {}),
-            **({"updatedAt": r.last_active_at.isoformat()} if r.last_active_at else {}),
-        } for r in page]}
-        if start + LIST_PAGE < len(rows):
-            answer["nextCursor"] = str(start + LIST_PAGE)
-        return answer
+        return await list_page(self.log, self.agent_name, params)
 
     async def prompt(self, params: Any) -> Any:
         from acp import RequestError
 
-        _check("PromptRequest", params)
+        _check_prompt(params)
         session = self.sessions.by_id.get(params["sessionId"])
         if session is None and await self.log.exists(key_of(params["sessionId"])):
             # a client that prompts a known session without loading it first (the proxy
@@ -259,7 +256,8 @@ class Proxy:
                 if total is not None:
                     session.cost_base = total
         if is_notification:
-            await self.client.send_notification(method, params)
+            with contextlib.suppress(ConnectionError):  # the client is gone: the turn
+                await self.client.send_notification(method, params)  # is still recorded
             return None
         return await self.client.send_request(method, params)
 
@@ -280,36 +278,3 @@ class Proxy:
                     "cut off: the client disconnected"))
         await self.recorder.drain()
         await self.agent.stop()
-
-
-INTERPRETERS = ("python", "node", "bun", "deno", "npx", "uvx", "uv", "pipx", "bunx", "ruby")
-
-
-def command_name(command: list[str]) -> str:
-    """A name for an agent that does not say its own: the program, or the script or
-    package an interpreter runs (`python agent.py` -> agent.py, `npx @x/y` -> y)."""
-    name = os.path.basename(command[0])
-    if name.startswith(INTERPRETERS):
-        for arg in command[1:]:
-            if not arg.startswith("-") and arg not in ("run", "exec", "x"):
-                return os.path.basename(arg.rstrip("/")) or name
-    return name
-
-
-def _current_model(result: Any) -> str | None:
-    models = result.get("models") if isinstance(result, dict) else None
-    model = models.get("currentModelId") if isinstance(models, dict) else None
-    return model if isinstance(model, str) and model else None
-
-
-def advertise(result: Any) -> Any:
-    """The agent's initialize answer, plus what the proxy itself serves for any agent."""
-    if not isinstance(result, dict):
-        return result
-    caps = dict(result.get("agentCapabilities") or {})
-    caps["loadSession"] = True
-    sessions = dict(caps.get("sessionCapabilities") or {})
-    sessions.setdefault("list", {})
-    sessions.setdefault("resume", {})
-    caps["sessionCapabilities"] = sessions
-    return {**result, "agentCapabilities": caps}

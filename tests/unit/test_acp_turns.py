@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import convlog
-from convlog.acp.proxy import advertise, command_name
+from convlog.acp.catalog import advertise, command_name
 from convlog.acp.replay import replay_updates
 from convlog.acp.turns import Turn
 from convlog.acp.wire import check_envelope
