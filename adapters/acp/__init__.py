@@ -15,8 +15,10 @@ Needs the optional extra: ``pip install 'convlog[acp]'`` (the
     run.py         serving on stdio, shutdown
     helper.py      `AgentSessions`: session/load and the id mapping for Python agents
 
-An integration room: it reaches the log only through the public facade (`import
-convlog`) and the application services, plus domain types; never storage or views.
+May import: the public facade (`import convlog`), the application services
+(`convlog.services`), domain and projection types, and the `acp` SDK. It is an
+integration room: never storage or the views, and no events written around the
+services.
 """
 
 from __future__ import annotations
