@@ -6,8 +6,6 @@ The parser entry lives here too (`add_parser`), so the shared parser gains one l
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 from collections.abc import Callable
 
 import convlog
@@ -49,6 +47,9 @@ def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
             raise InvalidInput("must be a whole number > 0", field=f"--{name}")
     if not args.max_frame_mb > 0:
         raise InvalidInput("must be a number > 0", field="--max-frame-mb")
+    import asyncio  # here: the other commands never load asyncio
+    import logging
+
     from convlog.acp import require_sdk
 
     require_sdk()
