@@ -149,8 +149,7 @@ class Proxy:
         native = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(native, str) or not native:
             return result  # not a session we can track: the client gets what the agent said
-        session = Session(id=uuid.uuid4().hex, cwd=params["cwd"],
-                          mcp_servers=list(params.get("mcpServers") or []),
+        session = Session(id=uuid.uuid4().hex, cwd=params["cwd"], where=dict(params),
                           cost_base=Decimal(0))  # a new agent session has cost nothing yet
         session.model = current_model(result)
         info = result.get("agentInfo") if isinstance(result.get("agentInfo"), dict) else {}
@@ -194,8 +193,7 @@ class Proxy:
                                    {"sessionId": session_id, "details": "no such session"})
             session = Session(id=session_id)
             self.sessions.by_id[session_id] = session
-        session.cwd = params["cwd"]
-        session.mcp_servers = list(params.get("mcpServers") or [])
+        session.cwd, session.where = params["cwd"], dict(params)
         if self.sessions.attached(session):
             return session, {}
         return session, await self.sessions.attach(session)

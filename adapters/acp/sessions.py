@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 import convlog
-from convlog.acp.downstream import Downstream
+from convlog.acp.downstream import AgentExited, Downstream
 from convlog.acp.turns import Turn
 
 log = logging.getLogger("convlog.acp")
@@ -43,7 +43,9 @@ class Session:
     """The agent's session id in the agent process of `generation` (None: not attached)."""
     generation: int = 0
     cwd: str = "/"
-    mcp_servers: list[Any] = field(default_factory=list)
+    where: dict[str, Any] = field(default_factory=dict)
+    """The client's own parameters of its last new/load/resume of this session (cwd,
+    mcpServers, additionalDirectories, _meta...), sent again on every tier."""
     injection: str | None = None
     """History to put before the user's text in the next forwarded prompt (once)."""
     turn: Turn | None = None
@@ -93,9 +95,15 @@ class Sessions:
     async def attach(self, session: Session) -> dict[str, Any]:
         """Give `session` a live agent session by tiers; returns the answer of the tier
         that worked (its modes, models, config options) for the client."""
-        await self.agent.start()
+        from acp import RequestError
+
+        try:
+            await self.agent.start()
+        except AgentExited as exc:
+            raise RequestError.internal_error({"details": str(exc)}) from None
         answer: dict[str, Any] = {}
-        where = {"cwd": session.cwd, "mcpServers": session.mcp_servers}
+        where = {"mcpServers": [], **session.where, "cwd": session.cwd}
+        where.pop("sessionId", None)
 
         async def native_resume(call: convlog.TierCall) -> str | None:
             if not self.agent.capability("sessionCapabilities", "resume"):
@@ -132,8 +140,6 @@ class Sessions:
             convlog.Tier("session/new", new_session),
         ], budget=self.budget)
         if not outcome.ok or outcome.native_session_id is None:
-            from acp import RequestError
-
             reasons = "; ".join(f"{a.strategy}: {a.reason} ({a.error})"
                                 for a in outcome.attempts)
             raise RequestError.internal_error(
