@@ -115,6 +115,7 @@ class Proxy:
         from acp import RequestError
 
         try:
+            await self.agent.start()  # after a crash, a new agent process
             return await self.agent.request(method, params)
         except AgentExited as exc:
             raise RequestError.internal_error({"details": str(exc)}) from None
@@ -265,7 +266,8 @@ class Proxy:
         """The client is gone (or a signal came): let running turns end, record them."""
         open_turns = [s for s in self.sessions.by_id.values() if s.turn is not None]
         for session in open_turns:
-            await self.agent.notify("session/cancel", {"sessionId": session.native_id})
+            if session.native_id is not None:
+                await self.agent.notify("session/cancel", {"sessionId": session.native_id})
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.grace
         while any(s.turn is not None for s in open_turns) and loop.time() < deadline:

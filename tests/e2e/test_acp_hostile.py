@@ -142,3 +142,31 @@ def test_a_missing_agent_or_no_agent_command_is_one_clear_error(tmp_path: Path) 
     assert b"Traceback" not in err
     code, err = asyncio.run(run())
     assert code == 1 and b"AGENT_COMMAND" in err
+
+
+def test_sigterm_mid_turn_records_the_turn_and_exits_cleanly(tmp_path: Path) -> None:
+    import signal
+
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+
+    async def scenario() -> str:
+        raw = await start(db, tmp_path)
+        await raw.request(1, "initialize", INIT)
+        new = await raw.request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session_id = new["result"]["sessionId"]
+        await raw.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                                   "params": {"sessionId": session_id, "prompt": [
+                                       {"type": "text", "text": "slow, then stop"}]}}).encode()
+                       + b"\n")
+        while not (tmp_path / "trace.jsonl").exists():
+            await asyncio.sleep(0.02)
+        raw.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(raw.proc.wait(), 15) == 0
+        return str(session_id)
+
+    session_id = asyncio.run(asyncio.wait_for(scenario(), 60))
+    with convlog.open(db) as log:
+        user, agent = log.messages(f"acp:{session_id}")
+        assert user.content == "slow, then stop"
+        assert isinstance(agent.content, list)
+        assert agent.content[-1] == convlog.TextPart(text="[turn cancelled]")

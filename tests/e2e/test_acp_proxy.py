@@ -34,16 +34,21 @@ def run(coro: Any) -> Any:
 
 
 async def session_with(client: RecordingClient, db: str, mode: str, workdir: Path,
-                       prompts: list[str], **kw: Any) -> str:
-    """A new session through the proxy, `prompts` sent in order; returns its id."""
+                       prompts: list[str], kill: bool = False) -> str:
+    """A new session through the proxy, `prompts` sent in order; returns its id.
+    `kill`: then SIGKILL the proxy and the agent, as a crash of the host machine would."""
     async with acp.spawn_agent_process(client, *proxy_command(db, agent_command(mode, workdir)),
-                                       env=env(), use_unstable_protocol=True) as (conn, _):
+                                       env=env(), use_unstable_protocol=True) as (conn, proc):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_info=CLIENT_INFO)
         session = await conn.new_session(cwd=str(workdir), mcp_servers=[])
         for text in prompts:
             answer = await conn.prompt(session_id=session.session_id,
                                        prompt=[acp.text_block(text)])
             assert answer.stop_reason == "end_turn"
+        if kill:
+            proc.kill()
+            kill_agents(workdir)
+            await proc.wait()
         return str(session.session_id)
 
 
@@ -118,8 +123,8 @@ def test_after_a_kill_session_load_replays_and_the_new_agent_gets_the_history_on
         tmp_path: Path, db: str) -> None:
     first = RecordingClient()
     session_id = run(session_with(first, db, "memory", tmp_path,
-                                  ["remember: the codeword is PELICAN", "my name is Ada"]))
-    kill_agents(tmp_path)  # the proxy is gone with its client; make sure the agent is too
+                                  ["remember: the codeword is PELICAN", "my name is Ada"],
+                                  kill=True))  # every answered turn was recorded before
 
     client = RecordingClient()
 
@@ -265,6 +270,9 @@ def test_the_agent_dying_mid_turn_records_what_was_said_and_a_new_agent_takes_ov
                 await conn.prompt(session_id=session.session_id,
                                   prompt=[acp.text_block("now crash")])
             assert "exited (code 3)" in str(caught.value.data)
+            # any request after the crash finds a new agent process
+            other = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            assert other.session_id != session.session_id
             answer = await conn.prompt(session_id=session.session_id,
                                        prompt=[acp.text_block("are you back?")])
             assert answer.stop_reason == "end_turn"
