@@ -92,8 +92,8 @@ class Downstream:
 
     async def _watch(self, process: asyncio.subprocess.Process, generation: int) -> None:
         code = await process.wait()
-        log.warning("the agent process exited with code %s", code)
         if generation == self.generation and self._conn is not None:
+            log.warning("the agent process exited with code %s", code)
             await self._conn.close()  # fail what is pending at once, not at EOF
             if self.on_exit is not None:
                 self.on_exit(code)

@@ -34,6 +34,7 @@ from convlog.acp.wire import DEFAULT_MAX_FRAME
 
 log = logging.getLogger("convlog.acp")
 
+
 def _invalid(exc: Exception) -> Exception:
     """A pydantic ValidationError as the JSON-RPC error naming the bad fields."""
     from acp import RequestError
@@ -103,12 +104,13 @@ class Proxy:
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         session = self.sessions.by_id.get(session_id) if isinstance(session_id, str) else None
         if session is not None:
-            if not self.sessions.attached(session):
+            if method == "session/close":
+                self.sessions.forget(session)
+                if not self.sessions.attached(session):
+                    return {}  # no agent session to close: nothing to attach it for
+            elif not self.sessions.attached(session):
                 await self.sessions.attach(session)
             params = _with_session(params, session.native_id or "")
-            if method == "session/close":
-                self.sessions.by_native.pop(session.native_id or "", None)
-                self.sessions.by_id.pop(session.id, None)
         return await self._ask(method, params)
 
     async def _ask(self, method: str, params: Any) -> Any:
@@ -262,7 +264,7 @@ class Proxy:
 
     # ------------------------------------------------------------------ running
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, why: str = "the client disconnected") -> None:
         """The client is gone (or a signal came): let running turns end, record them."""
         open_turns = [s for s in self.sessions.by_id.values() if s.turn is not None]
         for session in open_turns:
@@ -274,7 +276,6 @@ class Proxy:
             await asyncio.sleep(0.02)
         for session in open_turns:
             if session.turn is not None:
-                await self.recorder.turn(session.key, session.turn.close(
-                    "cut off: the client disconnected"))
+                await self.recorder.turn(session.key, session.turn.close(f"cut off: {why}"))
         await self.recorder.drain()
         await self.agent.stop()

@@ -45,7 +45,8 @@ async def serve(proxy: Proxy, reader: asyncio.StreamReader,
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
-        await proxy.shutdown()
+        await proxy.shutdown("the client disconnected" if main.done() and not main.cancelled()
+                             else "the proxy was stopped")
         await proxy.client.close()
 
 

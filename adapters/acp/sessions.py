@@ -83,6 +83,13 @@ class Sessions:
         self.by_id[session.id] = session
         self.by_native[native_id] = session
 
+    def forget(self, session: Session) -> None:
+        """The client closed `session`: the proxy stops tracking it (the log keeps it,
+        and a later load attaches it again)."""
+        self.by_id.pop(session.id, None)
+        if session.native_id is not None:
+            self.by_native.pop(session.native_id, None)
+
     def detach_all(self) -> None:
         """The agent process is gone: none of its sessions exists any more."""
         for session in self.by_id.values():
