@@ -16,15 +16,19 @@ telemetry --by agent` shows how often each agent's own resume works.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import convlog
 from convlog.acp.downstream import AgentExited, Downstream
 from convlog.acp.turns import Turn
+from convlog.domain.conversation import RecordFact
+from convlog.domain.events import HistoryInjected
 
 log = logging.getLogger("convlog.acp")
 
@@ -152,12 +156,34 @@ class Sessions:
             raise RequestError.internal_error(
                 {"details": f"could not attach session {session.id} to the agent: {reasons}"})
         self.bind(session, outcome.native_session_id)
-        session.injection = outcome.injection.text if outcome.injection else None
+        injection = outcome.injection
+        if outcome.fresh and outcome.already_injected:
+            injection = await self._inject_again(session.key, outcome.native_session_id)
+        session.injection = injection.text if injection else None
         session.cost_base = Decimal(0) if outcome.fresh else None
         log.info("session %s attached by %s (%s)", session.id, outcome.strategy,
                  "history injected" if outcome.injection else "no injection")
         answer.pop("sessionId", None)
         return answer
+
+    async def _inject_again(self, key: str, native: str) -> convlog.Context | None:
+        """History for an agent session that convlog thinks already had it.
+
+        convlog injects at most once per native session id. But an ACP `session/new`
+        answer is a new, empty session by definition, and many agents count their ids
+        from "0" in every process: after a second restart, "0" is NOT the session that
+        got the history the first time. So the proxy injects again, and records it as
+        convlog does (`history_injected`), through the log's own command."""
+        context = await self.log.context(key, budget=self.budget)
+        if context.message_count == 0 and not context.summarized:
+            return None
+        fact = RecordFact(event=HistoryInjected(
+            at=datetime.now(UTC), from_version=context.from_version,
+            to_version=context.to_version, message_count=context.message_count,
+            tokens=context.tokens, format=context.format, text=context.text,
+            native_session_id=native))
+        await asyncio.to_thread(self.log.sync.execute, key, [fact])
+        return context
 
     async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         from acp import RequestError

@@ -357,3 +357,33 @@ def test_a_load_uses_the_agent_session_bound_to_that_conversation(tmp_path: Path
                 if type(e.event).__name__ == "ResumeAttempted"][:2] == ["1", "1"]
         assert not [e for e in log.events(f"acp:{first}")
                     if type(e.event).__name__ == "ResumeAttempted"]
+
+
+def test_an_agent_that_reuses_its_session_ids_gets_the_history_after_every_restart(
+        tmp_path: Path, db: str) -> None:
+    """The test agent hands out "0" in every process: after the second restart, "0" is
+    a new empty session again, and must get the history again."""
+    session_id = run(session_with(RecordingClient(), db, "memory", tmp_path, ["PELICAN"],
+                                  kill=True))
+
+    async def load_and_ask(text: str) -> None:
+        async with acp.spawn_agent_process(
+                RecordingClient(), *proxy_command(db, agent_command("memory", tmp_path)),
+                env=env()) as (conn, proc):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+            await conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+            proc.kill()
+            kill_agents(tmp_path)
+
+    run(load_and_ask("once"))
+    run(load_and_ask("twice"))
+    first, second = trace(tmp_path)[1:]
+    assert first["session"] == second["session"] == "0"
+    for prompt, text in ((first, "once"), (second, "twice")):
+        assert "PELICAN" in prompt["texts"][0] and prompt["texts"][1] == text
+    with convlog.open(db) as log:
+        injected = [e.event for e in log.events(f"acp:{session_id}")
+                    if type(e.event).__name__ == "HistoryInjected"]
+        assert len(injected) == 2
+        assert sum(r.memory_lost for r in log.telemetry(by="agent")) == 0
