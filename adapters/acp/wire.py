@@ -125,7 +125,7 @@ class FrameTransport:
                 continue
             try:
                 message = _decode.decode(frame)
-            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
                 log.warning("%s sent a frame that is not JSON: %s", self.name, exc)
                 await self._reply(_error(-32700, "Parse error", None,
                                          {"details": f"the frame is not JSON: {exc}"}))
