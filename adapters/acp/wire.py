@@ -12,7 +12,8 @@ reach it. Everything else is answered on the spot, as JSON-RPC 2.0 says:
 - JSON but not a request, notification or response: ``-32600 Invalid request``, with
   the frame's id when it has a usable one;
 - a frame longer than ``max_frame`` bytes: skipped as it streams past (never held in
-  memory whole) and answered with ``-32600``, with the id read from its first bytes.
+  memory whole) and answered with ``-32600``, with the id read from its first bytes;
+  a skipped RESPONSE becomes a ``-32603`` error response for whoever awaits it.
 
 A response that cannot be matched to anything (wrong id type, neither result nor
 error) is dropped with a warning: answering a response is not allowed.
@@ -121,6 +122,8 @@ class FrameTransport:
                 return None
             if isinstance(frame, int):  # too long: skipped; `frame` is its size
                 continue
+            if isinstance(frame, dict):  # an error standing in for a response too long
+                return frame
             if not frame.strip():
                 continue
             try:
@@ -144,8 +147,9 @@ class FrameTransport:
             await self._reply(_error(-32600, "Invalid request", request_id,
                                      {"details": problem}))
 
-    async def _read_frame(self) -> bytes | int | None:
-        """The next line; its size (int) when it was longer than the limit and skipped."""
+    async def _read_frame(self) -> bytes | int | dict[str, Any] | None:
+        """The next line; its size (int) when it was longer than the limit and skipped,
+        or an error response standing in for a skipped response."""
         chunks: list[bytes] = []
         size = 0
         head = b""
@@ -180,10 +184,14 @@ class FrameTransport:
             request_id = _decode.decode(match.group(1))
         log.warning("%s sent a frame of %d bytes, over the limit of %d: skipped",
                     self.name, size, self._max_frame)
-        await self._reply(_error(
-            -32600, "Invalid request", request_id,
-            {"details": f"a frame of {size} bytes is over the proxy's limit of "
-                        f"{self._max_frame} bytes (convlog acp --max-frame-mb)"}))
+        details = {"details": f"a frame of {size} bytes is over the proxy's limit of "
+                              f"{self._max_frame} bytes (convlog acp --max-frame-mb)"}
+        if request_id is not None and b'"method"' not in head:
+            # most likely a RESPONSE: whoever waits for it gets this error instead of
+            # waiting forever (a response is never answered)
+            self.rejected += 1
+            return _error(-32603, "Internal error", request_id, details)
+        await self._reply(_error(-32600, "Invalid request", request_id, details))
         return size
 
     async def close(self) -> None:

@@ -32,18 +32,26 @@ def test_bad_frames_are_answered_and_good_ones_delivered_in_order() -> None:
             b'{"jsonrpc":"2.0","id":1,"method":"a"}', b"", b"   ", nested,
             b'{"jsonrpc":"2.0","id":2,"method":"b","params":{"x":"' + b"z" * 200_000 + b'"}}',
             b"\xff\xfe not utf-8", b'{"jsonrpc":"2.0","id":"k","result":{}}',
+            b'{"jsonrpc":"2.0","id":9,"result":{"x":"' + b"r" * 200_000 + b'"}}',
             b'{"jsonrpc":"2.0","method":"c"}']) + b"\n" + b'{"jsonrpc":"2.0","id":3,"method":"d"}')
-        await peer_out.drain()
-        peer_out.write_eof()
+
+        async def finish() -> None:  # the socket buffer is smaller than all this
+            await peer_out.drain()
+            peer_out.write_eof()
+
+        writing = asyncio.ensure_future(finish())
         got = []
         while (message := await transport.receive()) is not None:
             got.append(message.get("method") or message.get("id"))
-        assert got == ["a", "k", "c", "d"]  # the last one had no newline before EOF
+            if message.get("id") == 9:  # the response too long, as an error for its waiter
+                assert message["error"]["code"] == -32603
+        assert got == ["a", "k", 9, "c", "d"]  # the last one had no newline before EOF
+        await writing
         answers = await replies(peer, 3)
         assert [a["error"]["code"] for a in answers] == [-32700, -32600, -32700]
         assert answers[1]["id"] == 2 and "over the proxy's limit" in answers[1]["error"][
             "data"]["details"]
-        assert transport.rejected == 3
+        assert transport.rejected == 4
         await transport.close()
         with_closed = None
         try:
