@@ -216,8 +216,10 @@ class Proxy:
             info = await self.log.info(key_of(params["sessionId"]))
             session, _ = await self._reattach({"sessionId": params["sessionId"],
                                                "cwd": info.workspace or "/"})
-        if session is None or session.turn is not None:
-            return await self._ask("session/prompt", params)  # not ours to record
+        if session is None:
+            return await self._ask("session/prompt", params)  # not ours: passed through
+        if session.turn is not None:  # ACP allows one prompt at a time: the agent decides
+            return await self._forward("session/prompt", params)
         if not self.sessions.attached(session):
             await self.sessions.attach(session)
         turn = session.turn = Turn(prompt=list(params["prompt"]), agent=self.agent_name,
