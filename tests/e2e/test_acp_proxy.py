@@ -118,7 +118,6 @@ def test_a_turn_is_forwarded_and_recorded_as_one_user_and_one_assistant_message(
         assert str(agent.cost_usd) == "0.01"  # the session's cumulative cost went 0 -> 0.01
 
 
-@pytest.mark.slow
 def test_after_a_kill_session_load_replays_and_the_new_agent_gets_the_history_once(
         tmp_path: Path, db: str) -> None:
     first = RecordingClient()
