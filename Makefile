@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: install demo test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
+.PHONY: install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(STAMP)  ## create .venv with convlog (editable) and the dev tools
 
 demo: $(STAMP)  ## the main job: a scripted conversation on embedded SQLite
 	$(BIN)/python -m convlog.cli.demo
+
+demo-acp: $(STAMP)  ## the same restart story over ACP: host -> convlog acp -> agent, real processes
+	$(BIN)/python -m convlog.cli.demo_acp
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: $(STAMP)  ## the whole suite
@@ -60,6 +63,7 @@ bench: $(STAMP) $(BENCH_STAMP)  ## benchmarks (full, ~25 min): printed, and save
 	$(BIN)/python -m bench.views
 	$(BIN)/python -m bench.writers
 	$(BIN)/python -m bench.formats
+	$(BIN)/python -m bench.acp
 	$(VENV_BENCH)/bin/python -m bench.peers
 
 bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
@@ -67,6 +71,7 @@ bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
 	$(BIN)/python -m bench.context --quick
 	$(BIN)/python -m bench.views --quick
 	$(BIN)/python -m bench.writers --quick
+	$(BIN)/python -m bench.acp --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
 bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 
+from convlog.cli.acp import cmd_acp
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
@@ -249,4 +250,5 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "archive": _state_change("archive"),
     "reactivate": _state_change("reactivate"),
     "clear": _state_change("clear"),
+    "acp": cmd_acp,
 }

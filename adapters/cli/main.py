@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import convlog
+from convlog.cli.acp import add_parser as add_acp_parser
 from convlog.cli.commands import COMMANDS
 from convlog.domain.errors import ConvlogError
 from convlog.projections.formats import FORMATS
@@ -111,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave this message out (the one being sent now); repeatable")
     p.add_argument("--model", help="count tokens with this model's tokenizer")
 
+    add_acp_parser(command)
+
     for name, help in (("archive", "archive a conversation (nothing is deleted)"),
                        ("reactivate", "make an archived conversation resumable again"),
                        ("clear", "start a new epoch: later context starts empty")):
@@ -165,7 +168,7 @@ def parse_until(text: str | None) -> int | datetime | None:
 # ------------------------------------------------------------------- commands
 
 
-CREATES_DATABASE = {"record"}
+CREATES_DATABASE = {"record", "acp"}
 
 
 def _fail(message: str, status: int) -> NoReturn:

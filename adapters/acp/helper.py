@@ -1,0 +1,89 @@
+"""`AgentSessions`: session/load for an ACP agent written in Python with the SDK.
+
+An agent that keeps its sessions in memory forgets them when its process ends. With
+this helper its sessions live in the log instead, in a few lines:
+
+    sessions = convlog.acp.AgentSessions(log, agent="my-agent")
+    # new_session:  session_id = await sessions.new(cwd)
+    # load_session: context = await sessions.load(self.conn, session_id)
+    #               (the conversation is replayed to the client, as the spec requires;
+    #                `context.text` is the budgeted history to give the model)
+    # prompt:       ... await sessions.record(session_id, prompt, sent_updates, stop)
+
+The session id the client sees IS the conversation (key ``acp:<id>``), so the mapping
+between ACP ids and conversations needs no table of its own, and the proxy's
+`session/list` and the helper's agree. Unknown ids raise the protocol's error
+(-32002) so the client falls back to `session/new`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import convlog
+from convlog.acp.replay import replay_updates
+from convlog.acp.sessions import key_of
+from convlog.acp.turns import Turn
+
+
+def _wire(value: Any) -> Any:
+    """An SDK model (or a wire dict) as the wire dict."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json", by_alias=True, exclude_none=True) if dump else value
+
+
+class AgentSessions:
+    def __init__(self, log: convlog.AsyncConversationLog, *, agent: str,
+                 budget: convlog.Budget | None = None, format: str = "xml"):
+        self.log = log
+        self.agent = agent
+        self.budget = budget or convlog.Budget()
+        self.format = format
+
+    async def new(self, cwd: str, *, client: str | None = None,
+                  session_id: str | None = None) -> str:
+        """A new session (a new conversation); returns the id to answer `session/new`."""
+        session_id = session_id or uuid.uuid4().hex
+        metadata = {"client": client} if client else {}
+        await self.log.conversation(key_of(session_id), agent=self.agent, channel="acp",
+                                    workspace=cwd, metadata=metadata)
+        return session_id
+
+    async def exists(self, session_id: str) -> bool:
+        return await self.log.exists(key_of(session_id))
+
+    async def load(self, client: Any, session_id: str) -> convlog.Context:
+        """Replay the session to `client` (the SDK connection from `on_connect`) as
+        `session/update` notifications, and return the history to give the model."""
+        from acp import RequestError
+
+        key = key_of(session_id)
+        if not await self.log.exists(key):
+            raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
+        for update in replay_updates(await self.log.messages(key)):
+            await client.session_update(session_id=session_id, update=_update_model(update))
+        return await self.log.context(key, budget=self.budget, format=self.format)
+
+    async def record(self, session_id: str, prompt: Iterable[Any], updates: Iterable[Any],
+                     stop_reason: str = "end_turn", *, model: str | None = None,
+                     usage: Any = None) -> None:
+        """One turn as one atomic write: the prompt's content blocks as the user message,
+        and the updates the agent sent (message and thought chunks, tool calls) as one
+        assistant message. SDK models or wire dicts are both fine."""
+        turn = Turn(prompt=[_wire(b) for b in prompt], agent=self.agent, model=model)
+        for update in updates:
+            turn.add(_wire(update), None)
+        messages = turn.close(stop_reason, _wire(usage))
+        if messages:
+            await self.log.append_turn(key_of(session_id), messages)
+
+
+def _update_model(update: dict[str, Any]) -> Any:
+    """A wire update as the SDK model its `session_update` expects."""
+    import acp.schema
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(acp.schema.SessionNotification).validate_python(
+        {"sessionId": "-", "update": update}).update

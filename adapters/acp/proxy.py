@@ -1,0 +1,283 @@
+"""`convlog acp -- AGENT...`: an ACP agent to the client, a client to the real agent.
+
+Both sides are the SDK's JSON-RPC `Connection` with raw method handlers, not its
+typed `Agent`/`Client` classes: those validate every frame into models and drop what
+the schema does not know, while a proxy must pass through unchanged every method,
+field and capability it does not understand (extensions, `_meta`, newer protocol
+versions). Only the session id is rewritten (the client's id <-> the agent's), and
+the methods the proxy serves itself are checked against the SDK's schema models.
+
+Served by the proxy: `initialize` (forwarded; the answer also advertises
+`loadSession`, `sessionCapabilities.list` and `.resume`), `session/new` (forwarded,
+recorded), `session/prompt` (forwarded, recorded as one turn), `session/load` and
+`session/resume` (tiered resume against the agent; load replays the conversation
+from the log first), `session/list` (the catalog). Everything else is forwarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import convlog
+from convlog.acp.catalog import advertise, command_name, current_model, list_page
+from convlog.acp.downstream import AgentExited, Downstream
+from convlog.acp.recorder import Recorder
+from convlog.acp.replay import replay_updates
+from convlog.acp.sessions import Session, Sessions, key_of
+from convlog.acp.turns import Turn
+from convlog.acp.wire import DEFAULT_MAX_FRAME
+
+log = logging.getLogger("convlog.acp")
+
+
+def _invalid(exc: Exception) -> Exception:
+    """A pydantic ValidationError as the JSON-RPC error naming the bad fields."""
+    from acp import RequestError
+
+    errors = [{"field": ".".join(str(p) for p in e.get("loc", ())), "error": e.get("msg")}
+              for e in getattr(exc, "errors", list)()]
+    return RequestError.invalid_params({"errors": errors})
+
+
+def _check(model_name: str, params: Any) -> None:
+    import acp.schema
+    from pydantic import ValidationError
+
+    try:
+        getattr(acp.schema, model_name).model_validate(params)
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+def _check_prompt(params: Any) -> None:
+    """Only what the proxy relies on: a content block type it does not know (a newer
+    protocol's) passes through to the agent, which decides."""
+    from acp import RequestError
+
+    errors = []
+    if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
+        errors.append({"field": "sessionId", "error": "must be a string"})
+    prompt = params.get("prompt") if isinstance(params, dict) else None
+    if not isinstance(prompt, list) or not all(isinstance(b, dict) for b in prompt):
+        errors.append({"field": "prompt", "error": "must be a list of content blocks"})
+    if errors:
+        raise RequestError.invalid_params({"errors": errors})
+
+
+def _with_session(params: Any, session_id: str) -> Any:
+    return {**params, "sessionId": session_id} if isinstance(params, dict) else params
+
+
+class Proxy:
+    def __init__(self, log: convlog.AsyncConversationLog, command: list[str], *,
+                 budget: convlog.Budget | None = None, agent_name: str | None = None,
+                 max_frame: int = DEFAULT_MAX_FRAME, grace: float = 2.0):
+        self.agent = Downstream(command, self.from_agent, max_frame=max_frame)
+        self.sessions = Sessions(log, self.agent, budget or convlog.Budget())
+        self.recorder = Recorder(log)
+        self.log = log
+        self.max_frame = max_frame
+        self.grace = grace
+        self.agent_name = agent_name
+        self.client_info: dict[str, Any] = {}
+        self.client: Any = None  # the SDK Connection to the client
+        self.agent.on_exit = lambda code: self.sessions.detach_all()
+
+    # ------------------------------------------------------------ client -> agent
+
+    async def from_client(self, method: str, params: Any, is_notification: bool) -> Any:
+        if is_notification:
+            return await self._client_notification(method, params)
+        serve = {"initialize": self.initialize, "session/new": self.new_session,
+                 "session/load": self.load_session, "session/resume": self.resume_session,
+                 "session/list": self.list_sessions, "session/prompt": self.prompt}.get(method)
+        if serve is not None:
+            return await serve(params)
+        return await self._forward(method, params)
+
+    async def _forward(self, method: str, params: Any) -> Any:
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        session = self.sessions.by_id.get(session_id) if isinstance(session_id, str) else None
+        if session is not None:
+            if method == "session/close":
+                self.sessions.forget(session)
+                if not self.sessions.attached(session):
+                    return {}  # no agent session to close: nothing to attach it for
+            elif not self.sessions.attached(session):
+                await self.sessions.attach(session)
+            params = _with_session(params, session.native_id or "")
+        return await self._ask(method, params)
+
+    async def _ask(self, method: str, params: Any) -> Any:
+        from acp import RequestError
+
+        try:
+            await self.agent.start()  # after a crash, a new agent process
+            return await self.agent.request(method, params)
+        except AgentExited as exc:
+            raise RequestError.internal_error({"details": str(exc)}) from None
+
+    async def _client_notification(self, method: str, params: Any) -> None:
+        if isinstance(params, dict):
+            session = self.sessions.by_id.get(params.get("sessionId"))  # type: ignore[arg-type]
+            if session is not None and session.native_id is not None:
+                params = _with_session(params, session.native_id)
+        await self.agent.notify(method, params)
+
+    async def initialize(self, params: Any) -> Any:
+        _check("InitializeRequest", params)
+        info = params.get("clientInfo")
+        self.client_info = info if isinstance(info, dict) else {}
+        try:
+            result = await self.agent.initialize(params)
+        except AgentExited as exc:
+            from acp import RequestError
+
+            raise RequestError.internal_error({"details": str(exc)}) from None
+        agent_info = result.get("agentInfo")
+        if self.agent_name is None:
+            name = agent_info.get("name") if isinstance(agent_info, dict) else None
+            self.agent_name = name if isinstance(name, str) and name \
+                else command_name(self.agent.command)
+        return advertise(result)
+
+    async def new_session(self, params: Any) -> Any:
+        _check("NewSessionRequest", params)
+        result = await self._ask("session/new", params)
+        native = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(native, str) or not native:
+            return result  # not a session we can track: the client gets what the agent said
+        session = Session(id=uuid.uuid4().hex, cwd=params["cwd"], where=dict(params),
+                          cost_base=Decimal(0))  # a new agent session has cost nothing yet
+        session.model = current_model(result)
+        info = result.get("agentInfo") if isinstance(result.get("agentInfo"), dict) else {}
+        await self.recorder.start(session.key, agent=self.agent_name, cwd=session.cwd,
+                                  metadata=self._metadata(info), native=native)
+        self.sessions.bind(session, native)
+        return {**result, "sessionId": session.id}
+
+    def _metadata(self, extra: dict[str, Any]) -> dict[str, Any]:
+        agent_info = self.agent.initialize_result.get("agentInfo")
+        meta: dict[str, Any] = {"client": self.client_info.get("name"),
+                                "client_version": self.client_info.get("version"),
+                                "agent_command": self.agent.command, "via": "convlog acp"}
+        if isinstance(agent_info, dict):
+            meta["agent_version"] = agent_info.get("version")
+        return {k: v for k, v in {**meta, **extra}.items() if v is not None}
+
+    async def load_session(self, params: Any) -> Any:
+        _check("LoadSessionRequest", params)
+        session, answer = await self._reattach(params)
+        messages = await self.log.messages(session.key)
+        for update in replay_updates(messages):
+            await self.client.send_notification("session/update",
+                                                {"sessionId": session.id, "update": update})
+        return answer
+
+    async def resume_session(self, params: Any) -> Any:
+        _check("ResumeSessionRequest", params)
+        _, answer = await self._reattach(params)
+        return answer
+
+    async def _reattach(self, params: dict[str, Any]) -> tuple[Session, dict[str, Any]]:
+        """The session the client names, attached to the running agent by tiers."""
+        from acp import RequestError
+
+        session_id = params["sessionId"]
+        session = self.sessions.by_id.get(session_id)
+        if session is None:
+            if not await self.log.exists(key_of(session_id)):
+                raise RequestError(-32002, "Resource not found",
+                                   {"sessionId": session_id, "details": "no such session"})
+            session = Session(id=session_id)
+            self.sessions.by_id[session_id] = session
+        session.cwd, session.where = params["cwd"], dict(params)
+        if self.sessions.attached(session):
+            return session, {}
+        return session, await self.sessions.attach(session)
+
+    async def list_sessions(self, params: Any) -> Any:
+        _check("ListSessionsRequest", params)
+        return await list_page(self.log, self.agent_name, params)
+
+    async def prompt(self, params: Any) -> Any:
+        from acp import RequestError
+
+        _check_prompt(params)
+        session = self.sessions.by_id.get(params["sessionId"])
+        if session is None and await self.log.exists(key_of(params["sessionId"])):
+            # a client that prompts a known session without loading it first (the proxy
+            # restarted under it): attach it where it was, without a replay
+            info = await self.log.info(key_of(params["sessionId"]))
+            session, _ = await self._reattach({"sessionId": params["sessionId"],
+                                               "cwd": info.workspace or "/"})
+        if session is None:
+            return await self._ask("session/prompt", params)  # not ours: passed through
+        if session.turn is not None:  # ACP allows one prompt at a time: the agent decides
+            return await self._forward("session/prompt", params)
+        if not self.sessions.attached(session):
+            await self.sessions.attach(session)
+        turn = session.turn = Turn(prompt=list(params["prompt"]), agent=self.agent_name,
+                                   model=session.model)
+        forwarded = _with_session(params, session.native_id or "")
+        if session.injection:
+            forwarded["prompt"] = [{"type": "text", "text": session.injection},
+                                   *params["prompt"]]
+            session.injection = None  # exactly once, whatever the agent answers
+        try:
+            result = await self.agent.request("session/prompt", forwarded)
+        except AgentExited as exc:
+            await self.recorder.turn(session.key, turn.close(f"cut off: {exc}"))
+            raise RequestError.internal_error({"details": str(exc)}) from None
+        except RequestError as exc:
+            await self.recorder.turn(session.key, turn.close(f"failed: {exc}"))
+            raise
+        finally:
+            session.turn = None
+        stop = result.get("stopReason") if isinstance(result, dict) else None
+        usage = result.get("usage") if isinstance(result, dict) else None
+        await self.recorder.turn(session.key, turn.close(stop if isinstance(stop, str)
+                                                         else "end_turn", usage))
+        return result
+
+    # ------------------------------------------------------------ agent -> client
+
+    async def from_agent(self, method: str, params: Any, is_notification: bool) -> Any:
+        native = params.get("sessionId") if isinstance(params, dict) else None
+        if native in self.sessions.loading:
+            return None  # the agent's own replay of a native load: the log replays
+        session = self.sessions.native(native)
+        if session is not None:
+            params = _with_session(params, session.id)
+            if method == "session/update" and session.turn is not None:
+                total = session.turn.add(params.get("update"), session.cost_base)
+                if total is not None:
+                    session.cost_base = total
+        if is_notification:
+            with contextlib.suppress(ConnectionError):  # the client is gone: the turn
+                await self.client.send_notification(method, params)  # is still recorded
+            return None
+        return await self.client.send_request(method, params)
+
+    # ------------------------------------------------------------------ running
+
+    async def shutdown(self, why: str = "the client disconnected") -> None:
+        """The client is gone (or a signal came): let running turns end, record them."""
+        open_turns = [s for s in self.sessions.by_id.values() if s.turn is not None]
+        for session in open_turns:
+            if session.native_id is not None:
+                await self.agent.notify("session/cancel", {"sessionId": session.native_id})
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.grace
+        while any(s.turn is not None for s in open_turns) and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        for session in open_turns:
+            if session.turn is not None:
+                await self.recorder.turn(session.key, session.turn.close(f"cut off: {why}"))
+        await self.recorder.drain()
+        await self.agent.stop()

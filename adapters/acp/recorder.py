@@ -1,0 +1,60 @@
+"""Writes of the proxy to the log: a session's start, and one turn per prompt.
+
+Each turn is ONE `append_turn` (all or nothing). Writes run in worker threads (the
+async API); the proxy keeps every write it started, and waits for all of them before
+it exits, so a turn the agent finished is never lost to a shutdown. A write that
+fails (the database is unreachable) is reported on stderr and the session goes on:
+the user's conversation is worth more than its record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import convlog
+
+log = logging.getLogger("convlog.acp")
+
+
+class Recorder:
+    def __init__(self, log: convlog.AsyncConversationLog):
+        self.log = log
+        self._writes: set[asyncio.Task[Any]] = set()
+        self.failures = 0
+
+    async def start(self, key: str, *, agent: str | None, cwd: str,
+                    metadata: dict[str, Any], native: str) -> None:
+        """A new conversation, started with where it runs and who talks, and bound to
+        the agent's own session id."""
+        await self._write(self._start(key, agent, cwd, metadata, native), key)
+
+    async def _start(self, key: str, agent: str | None, cwd: str, metadata: dict[str, Any],
+                     native: str) -> None:
+        await self.log.conversation(key, agent=agent, channel="acp", workspace=cwd,
+                                    metadata=metadata)
+        await self.log.bind_native_session(key, native, agent)
+
+    async def turn(self, key: str, messages: list[convlog.Message] | None) -> None:
+        """Record one turn's messages (None: it was already recorded)."""
+        if messages:
+            await self._write(self.log.append_turn(key, messages), key)
+
+    async def _write(self, write: Any, key: str) -> None:
+        task = asyncio.ensure_future(write)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        try:
+            await asyncio.shield(task)  # a cancelled handler does not cancel the write
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.failures += 1
+            log.error("could not record to the log (%s): %s: %s", key,
+                      type(exc).__name__, exc)
+
+    async def drain(self) -> None:
+        """Wait for every write started so far."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)

@@ -1,0 +1,65 @@
+"""`convlog acp [options] -- AGENT_COMMAND [ARGS...]`: the ACP recording proxy.
+
+The parser entry lives here too (`add_parser`), so the shared parser gains one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import convlog
+from convlog.domain.errors import ConvlogError, InvalidInput
+
+
+def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """Declare `convlog acp` with the shared parser's `command(name, help)`."""
+    p = command("acp", "a stdio ACP proxy in front of an agent: records every "
+                       "conversation, and resumes sessions the agent forgot")
+    p.add_argument("--tokens", type=int, default=10_000, metavar="N",
+                   help="token budget of the history injected into a new agent session "
+                        "(default 10000)")
+    p.add_argument("--messages", type=int, default=30, metavar="N",
+                   help="at most N messages of injected history (default 30)")
+    p.add_argument("--chars", type=int, default=2_000, metavar="N",
+                   help="cut each injected message at N characters (default 2000)")
+    p.add_argument("--agent-name", metavar="NAME",
+                   help="the agent's name in the log (default: the agent's own, from "
+                        "initialize, else the command's file name)")
+    p.add_argument("--max-frame-mb", type=float, default=64.0, metavar="MB",
+                   help="largest JSON-RPC frame passed through (default 64)")
+    p.add_argument("--log-level", default="warning",
+                   choices=("debug", "info", "warning", "error"),
+                   help="what the proxy logs on stderr (default warning)")
+    p.add_argument("agent", nargs=argparse.REMAINDER, metavar="-- AGENT_COMMAND [ARGS...]",
+                   help="the agent to run, after --")
+
+
+def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
+    command = list(args.agent)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise InvalidInput("give the agent to run after --, e.g. convlog acp -- my-agent "
+                           "--stdio", field="AGENT_COMMAND")
+    for name in ("tokens", "messages", "chars"):
+        if getattr(args, name) <= 0:
+            raise InvalidInput("must be a whole number > 0", field=f"--{name}")
+    if not args.max_frame_mb > 0:
+        raise InvalidInput("must be a number > 0", field="--max-frame-mb")
+    import asyncio  # here: the other commands never load asyncio
+    import logging
+
+    from convlog.acp import require_sdk
+
+    require_sdk()
+    from convlog.acp.run import run_stdio
+
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="convlog acp: %(levelname)s: %(message)s")
+    budget = convlog.Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
+    status = asyncio.run(run_stdio(
+        convlog.AsyncConversationLog(log), command, budget=budget,
+        agent_name=args.agent_name, max_frame=int(args.max_frame_mb * 1024 * 1024)))
+    if status:
+        raise ConvlogError("some turns could not be recorded (see the messages above)")

@@ -1,0 +1,176 @@
+"""A downstream ACP agent for the proxy's tests, written with the real SDK.
+
+    python tests/e2e/acp_agent.py --mode MODE --trace FILE [--state FILE]
+
+Modes: ``memory`` (sessions live in the process only, no load, no resume), ``load``
+(advertises session/load; sessions persist in --state, and a load replays them as
+the spec says), ``resume`` (advertises session/resume and load; persists),
+``flaky`` (advertises resume and load, but resume fails with a transient error and
+load says the session is unknown), ``crash`` (like memory; dies in the middle of a
+turn whose prompt contains "crash").
+
+Every prompt the agent receives is appended to --trace as one JSON line, so a test
+can see exactly what reached the agent (the injected history, or none). Its answer
+is deterministic: a thought, a tool call with its result, a usage update with a
+cumulative cost, and text that says what it remembers of the session. A prompt
+containing "slow" waits until it is cancelled; "garbage" first writes a line that is
+not JSON to stdout (a hostile agent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+from acp import (
+    PROTOCOL_VERSION,
+    Agent,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    RequestError,
+    run_agent,
+    start_tool_call,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_tool_call,
+    update_user_message_text,
+)
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    Cost,
+    Implementation,
+    PermissionOption,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionResumeCapabilities,
+    ToolCallUpdate,
+    UsageUpdate,
+)
+
+
+class TestAgent:
+    """Duck-typed like the SDK's `Agent` protocol: what it lacks is "Method not found"
+    (the SDK's router looks methods up by name), as with a real agent."""
+
+    def __init__(self, mode: str, trace: Path, state: Path | None):
+        self.mode, self.trace, self.state = mode, trace, state
+        self.sessions: dict[str, list[str]] = {}
+        if state is not None and state.exists() and mode in ("load", "resume"):
+            self.sessions = json.loads(state.read_text())
+        self.cancelled: set[str] = set()
+        self.conn: Client
+
+    def on_connect(self, conn: Client) -> None:
+        self.conn = conn
+
+    def _save(self) -> None:
+        if self.state is not None and self.mode in ("load", "resume"):
+            self.state.write_text(json.dumps(self.sessions))
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
+                         client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+        resume = self.mode in ("resume", "flaky")
+        caps = AgentCapabilities(
+            load_session=self.mode in ("load", "resume", "flaky"),
+            session_capabilities=SessionCapabilities(
+                resume=SessionResumeCapabilities() if resume else None),
+            field_meta={"x.test/unknown": {"kept": True}})
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=caps,
+                                  agent_info=Implementation(name=f"test-{self.mode}",
+                                                            version="1.0"))
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any
+                          ) -> NewSessionResponse:
+        session_id = str(len(self.sessions))  # "0", "1": the same ids after a restart
+        self.sessions[session_id] = []
+        self._save()
+        return NewSessionResponse(session_id=session_id)
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           **kwargs: Any) -> LoadSessionResponse | None:
+        if self.mode not in ("load", "resume") or session_id not in self.sessions:
+            raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
+        for text in self.sessions[session_id]:  # the spec: replay, then answer
+            await self.conn.session_update(session_id, update_user_message_text(text))
+        return LoadSessionResponse()
+
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                             **kwargs: Any) -> ResumeSessionResponse:
+        if self.mode == "flaky":
+            raise RequestError.internal_error({"details": "backend busy, try again"})
+        if session_id not in self.sessions:
+            raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
+        return ResumeSessionResponse()
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.cancelled.add(session_id)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"echo": method, "params": params}
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        texts = [getattr(b, "text", "") for b in prompt]
+        with self.trace.open("a") as f:
+            f.write(json.dumps({"pid": os.getpid(), "session": session_id,
+                                "texts": texts}) + "\n")
+        if session_id not in self.sessions:
+            raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
+        text = texts[-1]
+        memory = list(self.sessions[session_id])
+        self.sessions[session_id].append(text)
+        self._save()
+        send = self.conn.session_update
+        await send(session_id, update_agent_thought_text(f"thinking about {text!r}"))
+        await send(session_id, start_tool_call(f"t{len(memory)}", "lookup", kind="search",
+                                               status="in_progress", raw_input={"q": text}))
+        await send(session_id, update_tool_call(f"t{len(memory)}", status="completed",
+                                                raw_output={"hits": len(memory)}))
+        if "permission" in text:  # a request from the agent to the client, mid-turn
+            answer = await self.conn.request_permission(
+                session_id=session_id, tool_call=ToolCallUpdate(tool_call_id="p1"),
+                options=[PermissionOption(option_id="ok", name="Allow", kind="allow_once")])
+            await send(session_id, update_agent_message_text(
+                f"permission: {answer.outcome.outcome}/{getattr(answer.outcome, 'option_id', '')}"))
+        if "garbage" in text:
+            sys.stdout.buffer.write(b"this is {not json\n")
+            sys.stdout.buffer.flush()
+        if "crash" in text:
+            await send(session_id, update_agent_message_text("about to"))
+            await asyncio.sleep(0.05)
+            os._exit(3)
+        if "slow" in text:
+            while session_id not in self.cancelled:
+                await asyncio.sleep(0.01)
+            self.cancelled.discard(session_id)
+            return PromptResponse(stop_reason="cancelled")
+        injected = [t for t in texts[:-1] if "conversation_history" in t]
+        await send(session_id, update_agent_message_text(
+            f"you said {text!r}; I remember {len(memory)} earlier prompts"
+            + ("; and I was given the history" if injected else "")))
+        await send(session_id, UsageUpdate(session_update="usage_update", used=100, size=1000,
+                                           cost=Cost(amount=0.01 * len(self.sessions[session_id]),
+                                                     currency="USD")))
+        return PromptResponse(stop_reason="end_turn")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", default="memory",
+                        choices=("memory", "load", "resume", "flaky", "crash"))
+    parser.add_argument("--trace", type=Path, required=True)
+    parser.add_argument("--state", type=Path)
+    args = parser.parse_args()
+    asyncio.run(run_agent(cast(Agent, TestAgent(args.mode, args.trace, args.state)),
+                          use_unstable_protocol=True))
+
+
+if __name__ == "__main__":
+    main()
