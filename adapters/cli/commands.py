@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 
+from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
@@ -249,4 +250,6 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "archive": _state_change("archive"),
     "reactivate": _state_change("reactivate"),
     "clear": _state_change("clear"),
+    "html": cmd_html,
+    "report": cmd_report,
 }

@@ -111,6 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave this message out (the one being sent now); repeatable")
     p.add_argument("--model", help="count tokens with this model's tokenizer")
 
+    p = command("html", "one self-contained HTML page: timeline, the user's and the "
+                        "agent's views side by side")
+    p.add_argument("key")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.html")
+
+    p = command("report", "an HTML report: every conversation (filterable, sortable) and "
+                          "resume health as charts")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+
     for name, help in (("archive", "archive a conversation (nothing is deleted)"),
                        ("reactivate", "make an archived conversation resumable again"),
                        ("clear", "start a new epoch: later context starts empty")):
