@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
+.PHONY: screenshots install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,12 +42,12 @@ test-e2e: $(STAMP)
 # package is (convlog/ = adapters/*, convlog/domain, convlog/projections).
 TYPECHECK := $(VENV)/typecheck
 lint: $(STAMP)  ## ruff + mypy (strict)
-	$(BIN)/ruff check domain projections adapters tests bench
+	$(BIN)/ruff check domain projections adapters tests bench docs
 	@rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/convlog
 	@for f in adapters/*; do ln -s "$(CURDIR)/$$f" $(TYPECHECK)/convlog/; done
 	@ln -s "$(CURDIR)/domain" $(TYPECHECK)/convlog/domain
 	@ln -s "$(CURDIR)/projections" $(TYPECHECK)/convlog/projections
-	MYPYPATH=$(TYPECHECK):$(CURDIR) $(BIN)/python -m mypy -p convlog -p tests -p bench
+	MYPYPATH=$(TYPECHECK):$(CURDIR) $(BIN)/python -m mypy -p convlog -p tests -p bench -m docs.make_screenshots
 
 # The peers (OpenAI Agents SDK, LangChain, LangGraph) live in their own venv: they
 # are benchmark opponents, never runtime dependencies of convlog.
@@ -64,6 +64,7 @@ bench: $(STAMP) $(BENCH_STAMP)  ## benchmarks (full, ~25 min): printed, and save
 	$(BIN)/python -m bench.writers
 	$(BIN)/python -m bench.formats
 	$(BIN)/python -m bench.acp
+	$(BIN)/python -m bench.html
 	$(VENV_BENCH)/bin/python -m bench.peers
 
 bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
@@ -72,6 +73,7 @@ bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
 	$(BIN)/python -m bench.views --quick
 	$(BIN)/python -m bench.writers --quick
 	$(BIN)/python -m bench.acp --quick
+	$(BIN)/python -m bench.html --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
 bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only
@@ -79,6 +81,9 @@ bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw 
 
 bench-peers-quick: $(BENCH_STAMP)
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
+
+screenshots: $(STAMP)  ## the README's pictures of the HTML pages
+	$(BIN)/python -m docs.make_screenshots
 
 wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a smoke test
 	rm -rf build dist .wheel-venv

@@ -23,12 +23,14 @@ for package in (convlog, convlog.domain.events, convlog.projections.timeline):
 for marker in ("py.typed", "domain/py.typed", "projections/py.typed"):
     assert (here / marker).exists(), f"{marker} missing from the wheel"
 
-# Every module of the source tree is in the wheel: a subpackage missing from
-# pyproject's `packages` list would be silently dropped.
+# Every file of the source tree (modules, templates, assets) is in the wheel: a
+# subpackage missing from pyproject's `packages` list would be silently dropped.
 source = Path(__file__).resolve().parents[1]
 for folder, installed_as in (("adapters", here), ("domain", here / "domain"),
                              ("projections", here / "projections")):
-    for module in (source / folder).rglob("*.py"):
+    for module in (source / folder).rglob("*"):
+        if not module.is_file() or "__pycache__" in module.parts:
+            continue
         relative = module.relative_to(source / folder)
         assert (installed_as / relative).exists(), f"{folder}/{relative} missing from the wheel"
 

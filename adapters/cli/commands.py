@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from convlog.cli.acp import cmd_acp
+from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
@@ -251,4 +252,6 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "reactivate": _state_change("reactivate"),
     "clear": _state_change("clear"),
     "acp": cmd_acp,
+    "html": cmd_html,
+    "report": cmd_report,
 }

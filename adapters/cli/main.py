@@ -114,6 +114,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_acp_parser(command)
 
+    p = command("html", "one self-contained HTML page: timeline, the user's and the "
+                        "agent's views side by side")
+    p.add_argument("key")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.html")
+
+    p = command("report", "an HTML report: every conversation (filterable, sortable) and "
+                          "resume health as charts")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+
     for name, help in (("archive", "archive a conversation (nothing is deleted)"),
                        ("reactivate", "make an archived conversation resumable again"),
                        ("clear", "start a new epoch: later context starts empty")):

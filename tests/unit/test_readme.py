@@ -54,3 +54,14 @@ def test_every_queryable_table_and_view_is_documented_with_its_columns() -> None
     for name, table in tables.items():
         for column in table.columns:
             assert column.name in documented[name], (name, column.name)
+
+
+def test_every_cli_command_is_in_the_readme() -> None:
+    from convlog.cli.main import build_parser
+
+    section = README.split("## The CLI", 1)[1].split("\n## ", 1)[0]
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    assert commands
+    missing = [name for name in commands if not re.search(rf"`(convlog )?{name}\b", section)]
+    assert not missing, f"commands missing from the README's CLI table: {missing}"

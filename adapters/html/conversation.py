@@ -1,0 +1,165 @@
+"""What the conversation page shows, as plain JSON-ready data.
+
+Built once from the conversation's events (one indexed read) and the `messages` view
+(the prices convlog applies), so the page needs no server: its script renders the
+timeline and the two views from this data, a page at a time.
+
+The shape is the page's own, not a stored format: `at` as ISO text, and each message
+kept whole (parts, tool calls, thinking) so the page can collapse and hide them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import convlog
+from convlog.domain.content import (
+    ImagePart,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from convlog.domain.events import (
+    ConversationCleared,
+    HistoryInjected,
+    MessageAppended,
+    Recorded,
+    ResumeAttempted,
+    ResumeFailed,
+    ResumeSucceeded,
+    SummaryRecorded,
+)
+
+# How the timeline colours an event: the resume story stands out from the chatter.
+EVENT_CLASS = {
+    "resume_attempted": "resume", "resume_succeeded": "ok", "resume_failed": "fail",
+    "history_injected": "inject", "memory_injected": "inject", "summary_recorded": "inject",
+    "conversation_cleared": "marker", "session_archived": "marker",
+    "session_reactivated": "marker", "session_started": "marker",
+}
+
+
+def parts_of(event: MessageAppended) -> list[dict[str, Any]]:
+    """The message's content as typed pieces; tool calls in the chat-completions style
+    become tool_use pieces, so the page shows both styles alike."""
+    content = event.content
+    parts: list[dict[str, Any]] = []
+    if isinstance(content, str):
+        if content:
+            parts.append({"k": "text", "text": content})
+    else:
+        for part in content:
+            if isinstance(part, TextPart):
+                parts.append({"k": "text", "text": part.text})
+            elif isinstance(part, ThinkingPart):
+                parts.append({"k": "thinking", "text": part.text})
+            elif isinstance(part, ToolUsePart):
+                parts.append({"k": "tool_use", "id": part.id, "name": part.name,
+                              "args": part.arguments})
+            elif isinstance(part, ToolResultPart):
+                parts.append({"k": "tool_result", "id": part.tool_use_id,
+                              "text": part.content, "error": part.is_error})
+            elif isinstance(part, ImagePart):
+                parts.append({"k": "image", "ref": part.ref, "media": part.media_type})
+    parts.extend({"k": "tool_use", "id": call.id, "name": call.name, "args": call.arguments}
+                 for call in event.tool_calls)
+    return parts
+
+
+def message_data(version: int, event: MessageAppended,
+                 priced: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    usage = event.usage
+    row = priced.get(version, {})
+    return {
+        "v": version, "at": (event.created_at or event.at).isoformat(), "role": event.role,
+        "id": event.message_id, "model": event.model, "agent": event.agent,
+        "parts": parts_of(event), "tokens": event.tokens,
+        "input": usage.input_tokens if usage else None,
+        "output": usage.output_tokens if usage else None,
+        "cost": row.get("cost_usd"),
+    }
+
+
+def priced_messages(log: convlog.ConversationLog, key: str) -> dict[int, dict[str, Any]]:
+    """USD per message as the views price it (host cost, else the price table)."""
+    _, rows = log.sql(
+        "SELECT m.version, m.cost_usd FROM messages m JOIN sessions s USING (conversation_id)"
+        " WHERE s.key = ? AND m.counted", [key])
+    return {int(r[0]): {"cost_usd": None if r[1] is None else float(r[1])} for r in rows}
+
+
+def turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turns as the user lived them: a user message and every message after it up to
+    the next one. Tokens and USD are summed per turn."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "user" or not out:
+            out.append({"from": m["v"], "to": m["v"], "tokens": 0, "input": 0, "output": 0,
+                        "cost": None})
+        turn = out[-1]
+        turn["to"] = m["v"]
+        turn["tokens"] += m["tokens"] or 0
+        turn["input"] += m["input"] or 0
+        turn["output"] += m["output"] or 0
+        if m["cost"] is not None:
+            turn["cost"] = (turn["cost"] or 0.0) + m["cost"]
+    return out
+
+
+def agent_entry(version: int, event: object) -> dict[str, Any] | None:
+    """What entered the agent's context at this point besides the dialogue itself."""
+    if isinstance(event, HistoryInjected):
+        return {"v": version, "kind": "injection", "text": event.text,
+                "note": f"{event.message_count} messages, {event.tokens} tokens "
+                        f"(log {event.from_version}..{event.to_version})"}
+    if isinstance(event, SummaryRecorded):
+        return {"v": version, "kind": "summary", "text": event.text,
+                "note": f"summary of log {event.from_version}..{event.to_version}"}
+    if isinstance(event, ConversationCleared):
+        return {"v": version, "kind": "marker", "text": "conversation cleared"
+                + (f" ({event.reason})" if event.reason else "")}
+    if isinstance(event, ResumeSucceeded | ResumeFailed | ResumeAttempted):
+        return None
+    return None
+
+
+def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
+    recorded: list[Recorded] = log.events(key)
+    info = log.info(key)
+    priced = priced_messages(log, key)
+    messages = [message_data(r.version, r.event, priced) for r in recorded
+                if isinstance(r.event, MessageAppended)]
+    timeline = [{"v": row.version, "at": row.at.isoformat(), "type": row.type,
+                 "details": row.details, "cls": EVENT_CLASS.get(row.type, "")}
+                for row in log.timeline(key)]
+    views = log_views(log, key, recorded)
+    return {
+        "key": key, "title": info.title, "user": info.user, "agent": info.agent,
+        "status": info.status, "version": recorded[-1].version if recorded else 0,
+        "messages": messages, "turns": turns(messages), "timeline": timeline, **views,
+        "totals": {
+            "messages": len(messages),
+            "tokens": sum(m["tokens"] or 0 for m in messages),
+            "cost": sum(m["cost"] for m in messages if m["cost"] is not None),
+        },
+    }
+
+
+def log_views(log: convlog.ConversationLog, key: str,
+              recorded: Sequence[Recorded]) -> dict[str, list[dict[str, Any]]]:
+    """The user's view and the agent's view, as lists of entries that point at
+    messages by position (`{"v": n, "kind": "message"}`) or carry their own text
+    (injections, summaries, markers)."""
+    user = [{"v": r.version, "kind": "message"} for r in recorded
+            if isinstance(r.event, MessageAppended)]
+    agent: list[dict[str, Any]] = []
+    for r in recorded:
+        if isinstance(r.event, MessageAppended):
+            agent.append({"v": r.version, "kind": "message"})
+        else:
+            entry = agent_entry(r.version, r.event)
+            if entry is not None:
+                agent.append(entry)
+    return {"user_view": user, "agent_view": agent}
