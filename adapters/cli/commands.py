@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from convlog.cli.render import print_json, print_table, wrap_text
+from convlog.cli.serve import cmd_serve
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.services.jsonlines import parse_lines
@@ -249,4 +250,5 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "archive": _state_change("archive"),
     "reactivate": _state_change("reactivate"),
     "clear": _state_change("clear"),
+    "serve": cmd_serve,
 }

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import convlog
+from convlog.cli import serve
 from convlog.cli.commands import COMMANDS
 from convlog.domain.errors import ConvlogError
 from convlog.projections.formats import FORMATS
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("key")
         if name != "reactivate":
             p.add_argument("--reason")
+    serve.add_arguments(command("serve", "the log as an HTTP service (needs convlog[http])"))
     return parser
 
 
@@ -165,7 +167,7 @@ def parse_until(text: str | None) -> int | datetime | None:
 # ------------------------------------------------------------------- commands
 
 
-CREATES_DATABASE = {"record"}
+CREATES_DATABASE = {"record", "serve"}
 
 
 def _fail(message: str, status: int) -> NoReturn:
