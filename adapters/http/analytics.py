@@ -87,7 +87,10 @@ async def sql(call: Call) -> SqlOut:
     call.principal.require_admin("SQL")
     body = await call.body(SqlIn)
     await call.run(check_select, body.query)
-    names, rows = await call.run(call.log.sql, body.query, body.params)
+    try:
+        names, rows = await call.run(call.log.sql, body.query, body.params)
+    except InvalidInput as exc:  # DuckDB's own error (no such view, wrong type...)
+        raise InvalidInput(exc.reason, field="query") from None
     return SqlOut(columns=names, rows=[list(r) for r in rows])
 
 

@@ -61,12 +61,16 @@ def problem_response(status: int, slug: str, detail: str, *, field: str | None =
 
 
 def validation_field(text: str) -> tuple[str, str | None]:
-    """msgspec's "Expected `int`, got `str` - at `$.budget.tokens`" -> (message, field)."""
+    """msgspec's "Expected `int`, got `str` - at `$.budget.tokens`" -> (message, field);
+    for an unknown or missing field, the field is that one (``messages[0].colour``)."""
     message, _, path = text.partition(" - at `")
     field = path.rstrip("`").removeprefix("$.").removeprefix("$") or None
     for old, new in (("Object missing required field", "missing required field"),
                      ("Object contains unknown field", "unknown field")):
-        message = message.replace(old, new)
+        if message.startswith(old):
+            name = message.removeprefix(old).strip().strip("`")
+            field = f"{field}.{name}" if field else name
+            message = message.replace(old, new)
     return message[:1].lower() + message[1:], field
 
 
