@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 import anyio
 from starlette.responses import StreamingResponse
 
-from convlog.domain.errors import InvalidInput
+from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.http.endpoint import Call, Endpoint, Param, encode
 from convlog.http.schema import EventOut
 
@@ -39,7 +39,9 @@ def _start(call: Call) -> int:
 
 
 async def follow(call: Call) -> StreamingResponse:
-    key = await call.readable()  # 404 before the stream starts, not inside it
+    key = await call.readable()
+    if not await call.run(call.log.exists, key):  # 404 before the stream, not inside it
+        raise UnknownConversation(key)
     after = _start(call)
     server = call.server
 
