@@ -21,8 +21,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest request body (default 8 MiB)")
     p.add_argument("--body-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="a request body must arrive within this time (default 10)")
-    p.add_argument("--print-openapi", action="store_true",
-                   help="print the OpenAPI document and exit")
 
 
 def cmd_serve(log: ConversationLog, args: argparse.Namespace) -> None:
@@ -30,13 +28,6 @@ def cmd_serve(log: ConversationLog, args: argparse.Namespace) -> None:
         from convlog.http import server
     except ImportError as exc:
         raise ConvlogError(f"{EXTRA_HINT} ({exc})") from None
-    if args.print_openapi:
-        import sys
-
-        from convlog.http.app import openapi_document
-
-        sys.stdout.buffer.write(openapi_document() + b"\n")
-        return
     if args.port < 0 or args.port > 65535:
         raise ConvlogError(f"--port: expected 0 to 65535, got {args.port}")
     server.serve(log, server.Options(

@@ -14,7 +14,7 @@ RFC 9457 document. Built on httpx (the `http` extra).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from datetime import date, datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -254,7 +254,8 @@ class RemoteConversation:
 
     # ------------------------------------------------------------------- stream
 
-    def follow(self, *, after: int = 0, timeout: float | None = None) -> Iterator[EventOut]:
+    def follow(self, *, after: int = 0, timeout: float | None = None
+               ) -> Generator[EventOut, None, None]:
         """The conversation's events after position `after`, then new ones as they
         are recorded (server-sent events); stop iterating to close the stream."""
         with self.client.http.stream("GET", self.path + "/stream", params={"after": after},

@@ -3,7 +3,7 @@
 Request and answer schemas come from `msgspec.json.schema_components` on the very
 types the server decodes and encodes, so the document cannot drift from the server.
 A copy is committed as docs/openapi.json (a test checks it equals the served one);
-regenerate it with `convlog serve --print-openapi > docs/openapi.json`.
+regenerate it with `python -m convlog.http > docs/openapi.json`.
 """
 
 from __future__ import annotations
@@ -46,10 +46,13 @@ def _operation(endpoint: Endpoint, schemas: dict[Any, Any], index: int) -> dict[
         params.append({"name": p.name, "in": "query", "required": p.required,
                        "description": p.description, "schema": schema,
                        **({"style": "form", "explode": True} if p.many else {})})
-    if endpoint.stream:
-        ok: dict[str, Any] = {"description": "an endless text/event-stream; each `data` is "
-                              "an EventOut", "content": {"text/event-stream": {
-                                  "schema": {"type": "string"}}}}
+    if endpoint.stream:  # each event: `id` its position, `data` the JSON of `answer`
+        event = {"type": "object", "required": ["data"], "properties": {
+            "id": {"type": "string"}, "event": {"type": "string"},
+            "data": {"type": "string", "contentMediaType": "application/json",
+                     "contentSchema": schemas[endpoint.answer]}}}
+        ok: dict[str, Any] = {"description": "text/event-stream, until the client leaves",
+                              "content": {"text/event-stream": {"schema": event}}}
     else:
         ok = {"description": "OK", "content": {"application/json": {
             "schema": schemas[endpoint.answer]}}}

@@ -71,7 +71,7 @@ def validation_field(text: str) -> tuple[str, str | None]:
             name = message.removeprefix(old).strip().strip("`")
             field = f"{field}.{name}" if field else name
             message = message.replace(old, new)
-    return message[:1].lower() + message[1:], field
+    return message[:1].lower() + message[1:], field or "body"  # the body as a whole
 
 
 def to_problem(exc: BaseException, instance: str | None = None) -> Response:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-import convlog
 from tests.conftest import open_backend
 from tests.httpserver import served
 
@@ -27,7 +27,7 @@ def http(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[httpx.Clien
         yield client
 
 
-def problem(response: httpx.Response, status: int) -> dict[str, object]:
+def problem(response: httpx.Response, status: int) -> dict[str, Any]:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/problem+json"
     body = response.json()
