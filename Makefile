@@ -60,6 +60,7 @@ bench: $(STAMP) $(BENCH_STAMP)  ## benchmarks (full, ~25 min): printed, and save
 	$(BIN)/python -m bench.views
 	$(BIN)/python -m bench.writers
 	$(BIN)/python -m bench.formats
+	$(BIN)/python -m bench.http
 	$(VENV_BENCH)/bin/python -m bench.peers
 
 bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
@@ -67,6 +68,7 @@ bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
 	$(BIN)/python -m bench.context --quick
 	$(BIN)/python -m bench.views --quick
 	$(BIN)/python -m bench.writers --quick
+	$(BIN)/python -m bench.http --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
 bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only

@@ -80,7 +80,8 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                poll_interval: float = 0.25, endpoints: Sequence[Endpoint] = ENDPOINTS
                ) -> Any:
     """The ASGI app serving `log` (which the caller opens and closes)."""
-    server = Server(log=log, auth=auth or Auth(), poll_interval=poll_interval)
+    server = Server(log=log, auth=auth or Auth(), poll_interval=poll_interval,
+                    inline_writes=log.config.backend == "sqlite")
     version = convlog.__version__
     document = encoded(endpoints, version)
 

@@ -60,7 +60,7 @@ async def start(call: Call) -> convlog.SessionInfo:
                 raise UnknownConversation(key)
     command = StartSession(user=user, agent=body.agent, channel=body.channel, title=body.title,
                            workspace=body.workspace, metadata=dict(body.metadata))
-    await call.run(call.log.execute, key, [command])
+    await call.write(key, [command])
     return await call.run(call.log.info, key)
 
 
@@ -84,7 +84,7 @@ async def append_turn(call: Call) -> convlog.AppendResult:
     idem = idempotency.check_key(call.request.headers.get(idempotency.HEADER))
     messages = [_message(m, i, idem) for i, m in enumerate(body.messages)]
     key, first = await call.writable()
-    return await call.run(call.log.execute, key, [*first, AppendMessages(messages=messages)])
+    return await call.write(key, [*first, AppendMessages(messages=messages)])
 
 
 async def record(call: Call) -> convlog.AppendResult:
@@ -104,7 +104,7 @@ async def record(call: Call) -> convlog.AppendResult:
             raise exc.nested(f"events[{i}]") from None
     key, first = await call.writable()
     origins = [f"events[{i}]" for i in range(len(first) + len(commands))]
-    return await call.run(call.log.execute, key, [*first, *commands], origins)
+    return await call.write(key, [*first, *commands], origins)
 
 
 async def messages(call: Call) -> list[MessageAppended]:
@@ -160,7 +160,7 @@ async def bind(call: Call) -> convlog.AppendResult:
     body = await call.body(NativeSessionIn)
     key, first = await call.writable()
     command = BindNativeSession(native_session_id=body.native_session_id, agent=body.agent)
-    return await call.run(call.log.execute, key, [*first, command])
+    return await call.write(key, [*first, command])
 
 
 def _state_change(make: Any, with_reason: bool) -> Any:
@@ -169,7 +169,7 @@ def _state_change(make: Any, with_reason: bool) -> Any:
             call) else None
         key = await call.readable()
         command = make(reason) if with_reason else make()
-        result = await call.run(call.log.execute, key, [command])
+        result = await call.write(key, [command])
         status = (await call.run(call.log.info, key)).status
         return StateChange(key=key, changed=result.events > 0, version=result.version,
                            status=status)

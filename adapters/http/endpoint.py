@@ -52,6 +52,8 @@ class Server:
     poll_interval: float = 0.25
     ping_interval: float = 15.0
     stopping: anyio.Event | None = None
+    inline_writes: bool = False
+    writes: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
 
 
 class Call:
@@ -67,6 +69,23 @@ class Call:
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    async def write(self, key: str, commands: Sequence[Command],
+                    origins: Sequence[str] | None = None) -> convlog.AppendResult:
+        """Execute commands as one transaction, one write at a time per process.
+
+        On SQLite the write runs right here, on the event loop: one file has one
+        writer anyway, a turn takes ~70 us (less than a hop to a worker thread), and
+        threads queueing for the log's lock only fight over the GIL. Measured by
+        bench.http with 32 clients: 4,417 messages/s through a one-thread limiter,
+        6,778 inline. The price: while a write waits for another PROCESS's lock on
+        the same file (a `convlog record` beside the server), the loop waits too.
+        On PostgreSQL a write is a network round trip: it runs in a worker thread."""
+        if self.server.inline_writes:
+            return self.log.execute(key, commands, origins)
+        return await anyio.to_thread.run_sync(
+            functools.partial(self.log.execute, key, commands, origins),
+            limiter=self.server.writes)
 
     async def body(self, kind: type[T]) -> T:
         raw = await self.request.body()

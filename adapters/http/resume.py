@@ -34,7 +34,7 @@ async def attempt(call: Call) -> convlog.AppendResult:
     command = to_command(ResumeAttemptedLine(strategy=body.strategy,
                                              native_session_id=body.native_session_id))
     key, first = await call.writable()
-    return await call.run(call.log.execute, key, [*first, command])
+    return await call.write(key, [*first, command])
 
 
 async def outcome(call: Call) -> convlog.AppendResult:
@@ -58,7 +58,7 @@ async def outcome(call: Call) -> convlog.AppendResult:
     if body.latency_ms is not None and not 0 <= body.latency_ms < float("inf"):
         raise InvalidInput("must be a finite number >= 0", field="latency_ms")
     key, first = await call.writable()
-    return await call.run(call.log.execute, key, [*first, *commands])
+    return await call.write(key, [*first, *commands])
 
 
 def _inject(log: convlog.ConversationLog, key: str, body: InjectionIn) -> InjectionOut:
