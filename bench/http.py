@@ -114,7 +114,10 @@ def start_server(db: str, cwd: Path) -> tuple[subprocess.Popen[str], str]:
 
 
 def history(n: int) -> list[convlog.Message]:
-    words = ["the", "deploy", "needs", "a", "rollback", "plan,", "a", "canary", "stage,", "and", "an", "owner", "on", "call", "for", "the", "first", "hour;", "the", "database", "migration", "runs", "before", "the", "app", "rolls", "out,", "and", "feature", "flags", "guard", "the", "new", "checkout", "flow", "for", "ten", "percent", "of", "users"]
+    text = ("the deploy needs a rollback plan, a canary stage, and an owner on call for the "
+            "first hour; the database migration runs before the app rolls out, and "
+            "feature flags guard the new checkout flow for ten percent of users")
+    words = text.split(" ")
     return [(convlog.user if i % 2 == 0 else convlog.assistant)(
         f"{i}: " + " ".join(words[(i + k) % len(words)] for k in range(48)), id=f"h{i}")
         for i in range(n)]
