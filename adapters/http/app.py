@@ -32,10 +32,8 @@ from convlog.http.openapi import encoded
 from convlog.http.problems import handle, to_problem
 from convlog.http.schema import Health
 
-ENDPOINTS: list[Endpoint] = [*resume.ENDPOINTS, *stream.ENDPOINTS, *analytics.ENDPOINTS,
-                             *conversations.ENDPOINTS]
-"""In routing order: a key may contain "/", so the routes with a suffix come before
-`GET /v1/conversations/{key}`, which would otherwise swallow them."""
+ENDPOINTS: list[Endpoint] = [*conversations.ENDPOINTS, *resume.ENDPOINTS, *stream.ENDPOINTS,
+                             *analytics.ENDPOINTS]
 
 
 def _view(server: Server, endpoint: Endpoint) -> Any:
@@ -71,10 +69,6 @@ def _answer(value: Any) -> Response:
     return value if isinstance(value, Response) else json_response(value)
 
 
-def _route_path(path: str) -> str:
-    return path.replace("{key}", "{key:path}")
-
-
 def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                max_body: int = MAX_BODY, body_timeout: float = BODY_TIMEOUT,
                poll_interval: float = 0.25, endpoints: Sequence[Endpoint] = ENDPOINTS
@@ -99,7 +93,7 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
         finally:
             server.stopping.set()
 
-    routes = [Route(_route_path(e.path), _view(server, e), methods=[e.method])
+    routes = [Route(e.path, _view(server, e), methods=[e.method])
               for e in endpoints]
     routes += [Route("/openapi.json", openapi, methods=["GET"]),
                Route("/health", health, methods=["GET"])]

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import anyio.to_thread
 import msgspec
@@ -65,7 +66,7 @@ class Call:
 
     @property
     def key(self) -> str:
-        return check_key(self.request.path_params["key"])
+        return check_key(unquote(self.request.path_params["key"]))  # see routing_path
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))

@@ -1,5 +1,8 @@
 """Limits that keep one client from hurting the others (a pure ASGI middleware).
 
+It also gives the router a path in which a conversation key is one segment whatever
+it contains (`routing_path`).
+
 - Request size: a body over `max_body` bytes is refused with 413, from its
   Content-Length before any byte is read, or as soon as a chunked body passes it.
 - Slow clients: the whole body must arrive within `body_timeout` seconds, else 408.
@@ -11,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import unquote
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -32,6 +36,7 @@ class Limits:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        scope = {**scope, "path": routing_path(scope)}
         length = _content_length(scope)
         if length is not None and length > self.max_body:
             await self._refuse(scope, send, self._too_large())
@@ -78,6 +83,18 @@ class Limits:
 
 async def _no_receive() -> Any:
     return {"type": "http.disconnect"}
+
+
+def routing_path(scope: Scope) -> str:
+    """The path with each segment decoded on its own, and a "/" or "%" inside a segment
+    kept escaped: a conversation key may contain "/" (``slack/C42/1700.5``), sent as
+    ``%2F``, and must stay ONE path segment, or ``.../a%2Fmessages`` would route to
+    the messages of ``a``. `Call.key` unescapes it."""
+    raw = scope.get("raw_path")
+    if not raw:
+        return str(scope["path"])
+    segments = raw.decode("latin-1").split("?", 1)[0].split("/")
+    return "/".join(unquote(s).replace("%", "%25").replace("/", "%2F") for s in segments)
 
 
 def _content_length(scope: Scope) -> int | None:

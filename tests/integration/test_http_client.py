@@ -60,10 +60,13 @@ def test_the_client_mirrors_the_handle(client: convlog.Client) -> None:
 
 
 def test_a_key_with_slashes_and_spaces_round_trips(client: convlog.Client) -> None:
-    conv = client.conversation("slack/C42/thread 1.5?x=1#y", user="u1")
+    conv = client.conversation("slack/C42/thread 1.5?x=1#y %2F 100%", user="u1")
     conv.append(convlog.user("hi"))
-    assert conv.info().key == "slack/C42/thread 1.5?x=1#y"
+    assert conv.info().key == "slack/C42/thread 1.5?x=1#y %2F 100%"
     assert len(conv.messages()) == 1
+    tricky = client.conversation("a/messages")  # one key, not the messages of "a"
+    client.conversation("a").append(convlog.user("of a"))
+    assert tricky.info().key == "a/messages" and tricky.messages() == []
 
 
 def test_resume_bookkeeping_through_the_client(client: convlog.Client) -> None:
