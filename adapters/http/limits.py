@@ -14,8 +14,8 @@ it contains (`routing_path`).
 from __future__ import annotations
 
 import asyncio
-from urllib.parse import unquote
 from typing import Any
+from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
