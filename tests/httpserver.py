@@ -49,13 +49,15 @@ def served(log: convlog.ConversationLog, auth: Auth | None = None, **options: An
 
 
 @contextmanager
-def spawn_serve(db: str, cwd: Path, *args: str, env: dict[str, str] | None = None
+def spawn_serve(db: str | None, cwd: Path, *args: str, env: dict[str, str] | None = None
                 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`convlog serve --port 0` as a real process; yields (base URL, process)."""
+    """`convlog serve --port 0` as a real process; yields (base URL, process). `db`
+    None: the default, ./convlog.db in `cwd`."""
     environment = {**os.environ, **(env or {})}
     environment.pop("CONVLOG_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "convlog.cli.main", "serve", "--db", db, "--port", "0", *args],
+        [sys.executable, "-m", "convlog.cli.main", "serve", *(["--db", db] if db else []),
+         "--port", "0", *args],
         cwd=cwd, env=environment, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         assert proc.stderr is not None

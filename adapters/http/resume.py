@@ -5,11 +5,14 @@ A host in another language cannot hand convlog its tier callables, so it reports
 a fresh (empty) agent session is what worked, asks for the `injection`: convlog
 builds the history to the budget, records exactly what it handed out
 (HistoryInjected), and hands it out at most once per native session, as
-`convlog.services.resume` does for Python hosts. Telemetry then reads the same
-events whichever way they came.
+`convlog.services.resume` does for Python hosts (within one server process; two
+servers asked at the same instant for the same native session could both answer).
+Telemetry then reads the same events whichever way they came.
 """
 
 from __future__ import annotations
+
+import threading
 
 import convlog
 from convlog.domain.conversation import BindNativeSession, Command
@@ -61,7 +64,15 @@ async def outcome(call: Call) -> convlog.AppendResult:
     return await call.write(key, [*first, *commands])
 
 
+_INJECTING = threading.Lock()
+
+
 def _inject(log: convlog.ConversationLog, key: str, body: InjectionIn) -> InjectionOut:
+    with _INJECTING:  # check-then-record: two retries at once must not both inject
+        return _inject_once(log, key, body)
+
+
+def _inject_once(log: convlog.ConversationLog, key: str, body: InjectionIn) -> InjectionOut:
     b = body.budget
     budget = Budget(tokens=b.tokens, messages=b.messages, chars=b.chars)
     state = log.state(key)

@@ -5,6 +5,7 @@ on one PostgreSQL database taking concurrent writers."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +27,21 @@ def test_the_committed_openapi_document_is_the_served_one(tmp_path: Path) -> Non
     committed = (ROOT / "docs" / "openapi.json").read_bytes()
     assert served.strip() == committed.strip(), (
         "docs/openapi.json is stale: python -m convlog.http > docs/openapi.json")
+
+
+def test_the_default_is_sqlite_in_the_working_directory_and_stops_on_sigterm(
+        tmp_path: Path) -> None:
+    with spawn_serve(None, tmp_path) as (url, proc):
+        with convlog.Client(url) as client:
+            conv = client.conversation("k")
+            conv.append(convlog.user("hi"))
+            with httpx.stream("GET", url + "/v1/conversations/k/stream", timeout=10) as live:
+                assert live.status_code == 200  # an open stream must not hold the exit
+                proc.terminate()
+                # uvicorn shuts down, then re-raises the signal it caught
+                assert proc.wait(15) in (0, -signal.SIGTERM)
+    with convlog.open(f"sqlite:///{tmp_path / 'convlog.db'}", create=False) as log:
+        assert [m.content for m in log.messages("k")] == ["hi"]
 
 
 def test_serving_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
