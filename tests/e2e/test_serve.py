@@ -31,15 +31,14 @@ def test_the_committed_openapi_document_is_the_served_one(tmp_path: Path) -> Non
 
 def test_the_default_is_sqlite_in_the_working_directory_and_stops_on_sigterm(
         tmp_path: Path) -> None:
-    with spawn_serve(None, tmp_path) as (url, proc):
-        with convlog.Client(url) as client:
-            conv = client.conversation("k")
-            conv.append(convlog.user("hi"))
-            with httpx.stream("GET", url + "/v1/conversations/k/stream", timeout=10) as live:
-                assert live.status_code == 200  # an open stream must not hold the exit
-                proc.terminate()
-                # uvicorn shuts down, then re-raises the signal it caught
-                assert proc.wait(15) in (0, -signal.SIGTERM)
+    with spawn_serve(None, tmp_path) as (url, proc), convlog.Client(url) as client:
+        conv = client.conversation("k")
+        conv.append(convlog.user("hi"))
+        with httpx.stream("GET", url + "/v1/conversations/k/stream", timeout=10) as live:
+            assert live.status_code == 200  # an open stream must not hold the exit
+            proc.terminate()
+            # uvicorn shuts down, then re-raises the signal it caught
+            assert proc.wait(15) in (0, -signal.SIGTERM)
     with convlog.open(f"sqlite:///{tmp_path / 'convlog.db'}", create=False) as log:
         assert [m.content for m in log.messages("k")] == ["hi"]
 
