@@ -27,7 +27,7 @@ from convlog.http.auth import Auth
 from convlog.http.endpoint import Call, Endpoint, Server, json_response
 from convlog.http.idempotency import HEADER, Stored
 from convlog.http.idempotency import check_key as check_idempotency_key
-from convlog.http.limits import BODY_TIMEOUT, MAX_BODY, Limits
+from convlog.http.limits import BODY_TIMEOUT, MAX_BODY, MAX_REQUESTS, Limits
 from convlog.http.openapi import encoded
 from convlog.http.problems import handle, to_problem
 from convlog.http.schema import Health
@@ -71,7 +71,8 @@ def _answer(value: Any) -> Response:
 
 def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                max_body: int = MAX_BODY, body_timeout: float = BODY_TIMEOUT,
-               poll_interval: float = 0.25, endpoints: Sequence[Endpoint] = ENDPOINTS
+               max_requests: int = MAX_REQUESTS, poll_interval: float = 0.25,
+               endpoints: Sequence[Endpoint] = ENDPOINTS
                ) -> Any:
     """The ASGI app serving `log` (which the caller opens and closes)."""
     server = Server(log=log, auth=auth or Auth(), poll_interval=poll_interval,
@@ -100,7 +101,8 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: handle, Exception: handle})
     app.state.server = server
-    return Limits(app, max_body=max_body, body_timeout=body_timeout)
+    return Limits(app, max_body=max_body, body_timeout=body_timeout,
+                  max_requests=max_requests)
 
 
 def openapi_document() -> bytes:

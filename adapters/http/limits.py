@@ -5,6 +5,8 @@ it contains (`routing_path`).
 
 - Request size: a body over `max_body` bytes is refused with 413, from its
   Content-Length before any byte is read, or as soon as a chunked body passes it.
+- Load: past `max_requests` requests in flight (streams included), a 503 problem
+  with Retry-After, before any work is done.
 - Slow clients: the whole body must arrive within `body_timeout` seconds, else 408.
   Endpoints read the body before they touch the log, and the server is asynchronous,
   so a trickling client holds one connection, never a worker thread. (uvicorn's
@@ -23,20 +25,35 @@ from convlog.http.problems import ProblemError, problem_response
 
 MAX_BODY = 8 * 1024 * 1024
 BODY_TIMEOUT = 10.0
+MAX_REQUESTS = 1000
 
 
 class Limits:
     def __init__(self, app: ASGIApp, *, max_body: int = MAX_BODY,
-                 body_timeout: float = BODY_TIMEOUT):
+                 body_timeout: float = BODY_TIMEOUT, max_requests: int = MAX_REQUESTS):
         self.app = app
         self.max_body = max_body
         self.body_timeout = body_timeout
+        self.max_requests = max_requests
+        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         scope = {**scope, "path": routing_path(scope)}
+        if self.in_flight >= self.max_requests:
+            await self._refuse(scope, send, ProblemError(
+                503, "overloaded", f"more than {self.max_requests} requests in flight",
+                headers={"Retry-After": "1"}))
+            return
+        self.in_flight += 1
+        try:
+            await self._limited(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> None:
         length = _content_length(scope)
         if length is not None and length > self.max_body:
             await self._refuse(scope, send, self._too_large())

@@ -25,7 +25,8 @@ ERRORS = {
     "409": "Other writers kept winning the race for this conversation; retry",
     "413": "The body is too large",
     "422": "Invalid input: `field` names the offending field",
-    "503": "The storage is unavailable",
+    "503": "Overloaded (too many requests in flight) or the storage is unavailable: "
+           "retry after Retry-After",
 }
 REF = "#/components/schemas/{name}"
 

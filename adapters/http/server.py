@@ -31,7 +31,7 @@ class Options:
     user_tokens: str | None = None
     max_body: int = MAX_BODY
     body_timeout: float = BODY_TIMEOUT
-    max_connections: int = 1024
+    max_connections: int = 1000
     keep_alive: float = 5.0
 
 
@@ -64,12 +64,14 @@ def serve(log: convlog.ConversationLog, options: Options) -> None:
     """Serve until SIGINT/SIGTERM."""
     auth = make_auth(options)
     app = create_app(log, auth=auth, max_body=options.max_body,
-                     body_timeout=options.body_timeout)
+                     body_timeout=options.body_timeout, max_requests=options.max_connections)
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, server_header=False,
-        limit_concurrency=options.max_connections, timeout_keep_alive=int(options.keep_alive),
+        # uvicorn's own limit answers in plain text: ours (a problem) comes first
+        limit_concurrency=2 * options.max_connections,
+        timeout_keep_alive=int(options.keep_alive),
         timeout_graceful_shutdown=3, lifespan="on")
     host = f"[{options.host}]" if ":" in options.host else options.host
     print(f"convlog serve: listening on http://{host}:{port} ({log.config.url}"

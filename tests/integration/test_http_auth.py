@@ -143,3 +143,20 @@ def test_slow_clients_time_out_and_do_not_hold_the_server(url: str) -> None:
         s.close()
     assert len(answers) == 50
     assert all(a.startswith(b"HTTP/1.1 408") and b"problem+json" in a for a in answers)
+
+
+def test_past_the_in_flight_limit_requests_get_a_503_problem(tmp_path: Path) -> None:
+    with convlog.open(f"sqlite:///{tmp_path / 'c.db'}") as log, served(
+            log, max_requests=2) as url, httpx.Client(base_url=url, timeout=10) as http:
+        http.post("/v1/conversations", json={"key": "k"})
+        with http.stream("GET", "/v1/conversations/k/stream"), \
+                http.stream("GET", "/v1/conversations/k/stream"):
+            busy = http.get("/v1/conversations/k")
+            assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+            assert busy.headers["content-type"] == "application/problem+json"
+        for _ in range(50):  # the streams' slots free up as the server sees them go
+            if http.get("/v1/conversations/k").status_code == 200:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the slots of closed streams were never freed")
