@@ -79,8 +79,9 @@ def test_schemathesis_finds_no_server_error_and_only_problem_documents(tmp_path:
             [sys.executable, "-m", "schemathesis.cli", "run", url + "/openapi.json",
              "-H", f"Authorization: Bearer {ADMIN_TOKEN}", "--max-examples", "20",
              "--generation-deterministic", "--checks", checks, "--request-timeout", "2"],
-            cwd=ROOT, env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.e2e.schemathesis_hooks",
-                           "NO_COLOR": "1"},
+            cwd=tmp_path,  # its cache (.schemathesis/) stays out of the checkout
+            env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.e2e.schemathesis_hooks",
+                 "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
             capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert "Tested: 21" in done.stdout and " passed" in done.stdout
