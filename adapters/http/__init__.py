@@ -15,7 +15,9 @@ machines sharing one log (on PostgreSQL) talk to it over HTTP + JSON. Lives here
     stream.py         server-sent events: a conversation's new events, live
     openapi.py        the OpenAPI 3.1 document, built from the same Structs
     app.py            the Starlette application; server.py runs it under uvicorn
+    wire.py           what each client call sends, and how answers and errors decode
     client.py         `convlog.Client`: a typed client mirroring the handle API
+    aclient.py        `convlog.AsyncClient`: the same, as coroutines
 
 Needs the `http` extra (`pip install 'convlog[http]'`): Starlette, uvicorn, httpx.
 

@@ -148,3 +148,30 @@ def test_import_convlog_loads_no_http_stack() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["[]", "True"]
+
+
+def test_the_async_client_is_the_same_api_as_coroutines(tmp_path: Path) -> None:
+    import asyncio
+
+    async def host(url: str) -> None:
+        async with convlog.AsyncClient(url, token=ADMIN_TOKEN) as client:
+            conv = await client.conversation("async:1", user="u1")
+            result = await conv.append_turn([convlog.user("hi", id="q"),
+                                             convlog.assistant("hello", id="a")])
+            assert result.appended == ["q", "a"]
+            assert [m.message_id for m in await conv.messages(last=1)] == ["a"]
+            assert "hello" in (await conv.context()).text
+            assert (await conv.archive()).status == "archived"
+            assert [r.key for r in await client.sessions(include_archived=True)] == ["async:1"]
+            with pytest.raises(convlog.UnknownConversation):
+                await client.get("nope")
+            seen = []
+            async for item in conv.follow(timeout=10):
+                seen.append(item.version)
+                if len(seen) == 4:
+                    break
+            assert seen == [1, 2, 3, 4]
+
+    auth = Auth(ADMIN_TOKEN)
+    with convlog.open(f"sqlite:///{tmp_path / 'c.db'}") as log, served(log, auth) as url:
+        asyncio.run(host(url))

@@ -59,6 +59,7 @@ def test_a_key_stays_one_segment() -> None:
 
 @pytest.mark.parametrize(("code", "needle"), [
     ("import convlog; convlog.Client", "pip install 'convlog[http]'"),
+    ("import convlog; convlog.AsyncClient", "pip install 'convlog[http]'"),
     ("from convlog.cli.main import main; main(['serve', '--db', 'memory://'])",
      "pip install 'convlog[http]'"),
 ])
