@@ -29,6 +29,7 @@ from convlog.http.idempotency import IdempotencyCache
 from convlog.http.problems import ProblemError
 
 T = TypeVar("T")
+INLINE_MAX = 64 * 1024
 _encoder = msgspec.json.Encoder(decimal_format="number")
 
 
@@ -81,8 +82,10 @@ class Call:
         bench.http with 32 clients: 4,417 messages/s through a one-thread limiter,
         6,778 inline. The price: while a write waits for another PROCESS's lock on
         the same file (a `convlog record` beside the server), the loop waits too.
-        On PostgreSQL a write is a network round trip: it runs in a worker thread."""
-        if self.server.inline_writes:
+        On PostgreSQL a write is a network round trip: it runs in a worker thread, and
+        so does a large write anywhere (counting the tokens of a big turn would hold
+        every other client)."""
+        if self.server.inline_writes and len(await self.request.body()) <= INLINE_MAX:
             return self.log.execute(key, commands, origins)
         return await anyio.to_thread.run_sync(
             functools.partial(self.log.execute, key, commands, origins),

@@ -200,3 +200,11 @@ def test_catalog_costs_and_read_only_sql(http: httpx.Client) -> None:
                   "SELECT * FROM '/etc/hostname.csv'", "COPY messages TO '/tmp/x.csv'",
                   "SELECT 1; SELECT 2", "SELECT * FROM no_such_view"):
         assert problem(http.post("/v1/sql", json={"query": query}), 422)["field"] == "query"
+
+
+def test_a_large_turn_is_appended_off_the_event_loop_all_the_same(http: httpx.Client) -> None:
+    big = [{"role": "user", "content": f"{i} " + "word " * 2_000, "id": f"b{i}"}
+           for i in range(10)]  # ~100 KB: past the inline limit, written in a thread
+    assert http.post("/v1/conversations/k/turns", json={"messages": big}).json()[
+        "appended"] == [f"b{i}" for i in range(10)]
+    assert len(http.get("/v1/conversations/k/messages").json()) == 10
