@@ -127,3 +127,30 @@ def test_two_servers_on_one_postgresql_database_lose_and_duplicate_nothing(
             for n in range(writers):  # each writer's own order holds in the shared one
                 mine = [i for i in ids if i.startswith(f"{n}-")]
                 assert mine == [f"{n}-{t}-{r}" for t in range(turns) for r in "qa"]
+
+
+def test_a_stream_on_one_server_sees_writes_through_another(tmp_path: Path, pg_url: str
+                                                           ) -> None:
+    with spawn_serve(pg_url + f"&views={tmp_path / 'a.duckdb'}", tmp_path, env=TOKEN_ENV
+                     ) as (a, _), \
+            spawn_serve(pg_url + f"&views={tmp_path / 'b.duckdb'}", tmp_path, env=TOKEN_ENV
+                        ) as (b, _), \
+            convlog.Client(a, token=ADMIN_TOKEN) as reader, \
+            convlog.Client(b, token=ADMIN_TOKEN) as writer:
+        reader.conversation("ui")
+        seen: list[str] = []
+        done = threading.Event()
+
+        def follow() -> None:
+            for item in reader.get("ui").follow(timeout=30):
+                seen.append(getattr(item.event, "message_id", item.event.event_name()))
+                if len(seen) == 3:
+                    done.set()
+                    return
+
+        thread = threading.Thread(target=follow, daemon=True)
+        thread.start()
+        writer.get("ui").append_turn([convlog.user("hi", id="q"),
+                                      convlog.assistant("hello", id="a")])
+        assert done.wait(30), seen
+        assert seen == ["session_started", "q", "a"]
