@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: screenshots install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
+.PHONY: bench-tools screenshots install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,7 +57,16 @@ BENCH_STAMP := $(VENV_BENCH)/.installed-stamp
 $(BENCH_STAMP): pyproject.toml bench/requirements-peers.txt bench/peers_setup.sh
 	PYTHON=$(PYTHON) VENV=$(VENV_BENCH) sh bench/peers_setup.sh
 
-bench: $(STAMP) $(BENCH_STAMP)  ## benchmarks (full, ~25 min): printed, and saved in bench/results
+# Debian tools the benchmarks drive: wrk (the HTTP load generator) and Chromium (the
+# HTML viewer's browser). Installed when missing, as root; otherwise the bench says so.
+bench-tools:
+	@missing=""; command -v wrk >/dev/null || missing="$$missing wrk"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): printed, and saved in bench/results
 	$(BIN)/python -m bench.core
 	$(BIN)/python -m bench.context
 	$(BIN)/python -m bench.views
@@ -65,15 +74,17 @@ bench: $(STAMP) $(BENCH_STAMP)  ## benchmarks (full, ~25 min): printed, and save
 	$(BIN)/python -m bench.formats
 	$(BIN)/python -m bench.acp
 	$(BIN)/python -m bench.html
+	$(BIN)/python -m bench.http
 	$(VENV_BENCH)/bin/python -m bench.peers
 
-bench-quick: $(STAMP) $(BENCH_STAMP)  ## the same, scaled down for development
+bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for development
 	$(BIN)/python -m bench.core --quick
 	$(BIN)/python -m bench.context --quick
 	$(BIN)/python -m bench.views --quick
 	$(BIN)/python -m bench.writers --quick
 	$(BIN)/python -m bench.acp --quick
 	$(BIN)/python -m bench.html --quick
+	$(BIN)/python -m bench.http --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
 bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only
@@ -82,7 +93,7 @@ bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw 
 bench-peers-quick: $(BENCH_STAMP)
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
-screenshots: $(STAMP)  ## the README's pictures of the HTML pages
+screenshots: $(STAMP) bench-tools  ## the README's pictures of the HTML pages
 	$(BIN)/python -m docs.make_screenshots
 
 wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a smoke test

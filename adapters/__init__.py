@@ -18,8 +18,9 @@ This module is the public facade; the code behind it lives in rooms by role:
 Everything a host needs is imported from here; the rooms' module paths are not a
 promise.
 
-The asyncio API (`AsyncConversationLog`, `AsyncConversationHandle`) and `__version__`
-load on first use: asyncio (with ssl) and importlib.metadata would otherwise add
+The asyncio API (`AsyncConversationLog`, `AsyncConversationHandle`), the HTTP clients
+of `convlog serve` (`Client`, `AsyncClient`: they need `convlog[http]`) and
+`__version__` load on first use: asyncio (with ssl) and importlib.metadata would otherwise add
 ~11 MiB to every synchronous host's memory and ~40 ms to its start.
 """
 
@@ -55,6 +56,8 @@ from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
 
 if TYPE_CHECKING:
+    from convlog.http.aclient import AsyncClient
+    from convlog.http.client import Client
     from convlog.services.aio import AsyncConversationHandle, AsyncConversationLog
 
     __version__: str
@@ -66,6 +69,14 @@ def __getattr__(name: str) -> Any:
         from convlog.services import aio
 
         value: Any = getattr(aio, name)
+    elif name == "Client":  # the HTTP clients: need the `http` extra (httpx)
+        from convlog.http.client import Client
+
+        value = Client
+    elif name == "AsyncClient":
+        from convlog.http.aclient import AsyncClient
+
+        value = AsyncClient
     elif name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 
@@ -118,11 +129,13 @@ async def open_async(
 
 __all__ = [
     "AppendResult",
+    "AsyncClient",
     "AsyncConversationHandle",
     "AsyncConversationLog",
     "Attempt",
     "Budget",
     "CatalogRow",
+    "Client",
     "ConcurrencyError",
     "Context",
     "ConversationHandle",

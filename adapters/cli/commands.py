@@ -20,6 +20,7 @@ import msgspec
 from convlog.cli.acp import cmd_acp
 from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
+from convlog.cli.serve import cmd_serve
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.services.jsonlines import parse_lines
@@ -254,4 +255,5 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "acp": cmd_acp,
     "html": cmd_html,
     "report": cmd_report,
+    "serve": cmd_serve,
 }

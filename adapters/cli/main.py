@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import convlog
+from convlog.cli import serve
 from convlog.cli.acp import add_parser as add_acp_parser
 from convlog.cli.commands import COMMANDS
 from convlog.domain.errors import ConvlogError
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("key")
         if name != "reactivate":
             p.add_argument("--reason")
+    serve.add_arguments(command("serve", "the log as an HTTP service (needs convlog[http])"))
     return parser
 
 
@@ -177,7 +179,7 @@ def parse_until(text: str | None) -> int | datetime | None:
 # ------------------------------------------------------------------- commands
 
 
-CREATES_DATABASE = {"record", "acp"}
+CREATES_DATABASE = {"record", "acp", "serve"}
 
 
 def _fail(message: str, status: int) -> NoReturn:

@@ -1,0 +1,170 @@
+"""`convlog.AsyncClient`: `convlog.Client` for asyncio hosts, every call a coroutine.
+
+    async with convlog.AsyncClient("http://127.0.0.1:8765", token="...") as client:
+        conv = await client.conversation("discord:thread:42", user="u1")
+        await conv.append_turn([convlog.user("hi"), convlog.assistant("hello")])
+        async for item in conv.follow():
+            ...
+
+The requests and the decoding of answers are the blocking client's
+(`convlog.http.wire`); only the sending is httpx's async client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from datetime import date, datetime
+from typing import Any, TypeVar
+
+import convlog
+from convlog.domain.events import MessageAppended
+from convlog.http import wire
+from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
+from convlog.projections.context import Budget
+from convlog.projections.transcript import TranscriptLine
+
+try:
+    import httpx
+except ImportError as exc:
+    raise ImportError("convlog.AsyncClient needs the http extra: pip install "
+                      "'convlog[http]'") from exc
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    def __init__(self, base_url: str = "http://127.0.0.1:8765", *, token: str | None = None,
+                 timeout: float = 30.0, transport: httpx.AsyncBaseTransport | None = None):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers,
+                                      timeout=timeout, transport=transport)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def send(self, req: wire.Req[T]) -> T:
+        response = await self.http.request(req.method, req.path, content=req.content,
+                                           params=req.params, headers=req.all_headers)
+        return req.answer(response.status_code, response.reason_phrase, response.content)
+
+    async def conversation(self, key: str, *, user: str | None = None,
+                           agent: str | None = None, channel: str | None = None,
+                           title: str | None = None, workspace: str | None = None,
+                           metadata: dict[str, Any] | None = None) -> AsyncRemoteConversation:
+        await self.send(wire.start(key, {"user": user, "agent": agent, "channel": channel,
+                                         "title": title, "workspace": workspace,
+                                         "metadata": metadata or {}}))
+        return AsyncRemoteConversation(self, key)
+
+    async def get(self, key: str) -> AsyncRemoteConversation:
+        conversation = AsyncRemoteConversation(self, key)
+        await conversation.info()
+        return conversation
+
+    async def sessions(self, *, user: str | None = None, agent: str | None = None,
+                       include_archived: bool = False, limit: int | None = None
+                       ) -> list[convlog.CatalogRow]:
+        return await self.send(wire.sessions(user, agent, include_archived, limit))
+
+    async def costs(self, *, by: str = "model", since: date | datetime | None = None
+                    ) -> list[convlog.CostRow]:
+        return await self.send(wire.costs(by, since))
+
+    async def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
+                        ) -> list[convlog.TelemetryRow]:
+        return await self.send(wire.telemetry(by, since))
+
+    async def sql(self, query: str, params: Sequence[object] = ()
+                  ) -> tuple[list[str], list[Any]]:
+        out = await self.send(wire.sql(query, params))
+        return out.columns, [tuple(r) for r in out.rows]
+
+
+class AsyncRemoteConversation:
+    def __init__(self, client: AsyncClient, key: str):
+        self.client = client
+        self.key = key
+        self.path = wire.conversation_path(key)
+
+    def __repr__(self) -> str:
+        return f"<AsyncRemoteConversation {self.key!r}>"
+
+    async def append_turn(self, messages: Iterable[convlog.Message], *,
+                          idempotency_key: str | None = None) -> convlog.AppendResult:
+        return await self.client.send(wire.append_turn(self.path, messages, idempotency_key))
+
+    async def append(self, message: convlog.Message) -> convlog.AppendResult:
+        return await self.append_turn([message])
+
+    async def record(self, lines: Sequence[dict[str, Any]]) -> convlog.AppendResult:
+        return await self.client.send(wire.record(self.path, lines))
+
+    async def bind_native_session(self, native_session_id: str, agent: str | None = None
+                                  ) -> convlog.AppendResult:
+        return await self.client.send(wire.bind(self.path, native_session_id, agent))
+
+    async def archive(self, reason: str | None = None) -> StateChange:
+        return await self.client.send(wire.change(self.path, "archive", reason))
+
+    async def reactivate(self) -> StateChange:
+        return await self.client.send(wire.change(self.path, "reactivate"))
+
+    async def clear(self, reason: str | None = None) -> StateChange:
+        return await self.client.send(wire.change(self.path, "clear", reason))
+
+    async def info(self) -> convlog.SessionInfo:
+        return await self.client.send(wire.info(self.path))
+
+    async def messages(self, *, last: int | None = None) -> list[MessageAppended]:
+        return await self.client.send(wire.messages(self.path, last))
+
+    async def transcript(self) -> list[TranscriptLine]:
+        return await self.client.send(wire.transcript(self.path))
+
+    async def timeline(self, *, until: int | datetime | None = None) -> list[TimelineOut]:
+        return await self.client.send(wire.timeline(self.path, until))
+
+    async def context(self, *, budget: Budget | None = None, format: str = "xml",
+                      exclude: Iterable[str] = (), model: str | None = None
+                      ) -> convlog.Context:
+        return await self.client.send(wire.context(self.path, budget, format, exclude, model))
+
+    async def resume_attempt(self, strategy: str, native_session_id: str | None = None
+                             ) -> convlog.AppendResult:
+        return await self.client.send(wire.resume_attempt(self.path, strategy,
+                                                          native_session_id))
+
+    async def resume_outcome(self, strategy: str, *, ok: bool, reason: str | None = None,
+                             error: str | None = None, native_session_id: str | None = None,
+                             latency_ms: float | None = None, fresh: bool | None = None
+                             ) -> convlog.AppendResult:
+        return await self.client.send(wire.resume_outcome(self.path, {
+            "strategy": strategy, "ok": ok, "reason": reason, "error": error,
+            "native_session_id": native_session_id, "latency_ms": latency_ms,
+            "fresh": fresh}))
+
+    async def injection(self, *, native_session_id: str | None = None,
+                        budget: Budget | None = None, format: str = "xml",
+                        exclude: Iterable[str] = (), model: str | None = None) -> Injection:
+        return await self.client.send(wire.injection(self.path, native_session_id, budget,
+                                                     format, exclude, model))
+
+    async def follow(self, *, after: int = 0, timeout: float | None = None
+                     ) -> AsyncGenerator[EventOut, None]:
+        async with self.client.http.stream("GET", self.path + "/stream",
+                                           params={"after": after},
+                                           timeout=timeout) as response:
+            if response.status_code >= 400:
+                raise wire.problem_error(response.status_code, response.reason_phrase,
+                                         await response.aread())
+            events = wire.EventStream()
+            async for line in response.aiter_lines():
+                event = events.feed(line)
+                if event is not None:
+                    yield event

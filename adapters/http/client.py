@@ -1,0 +1,182 @@
+"""`convlog.Client`: a typed Python client of `convlog serve`, mirroring the handle API.
+
+    client = convlog.Client("http://127.0.0.1:8765", token="...")
+    conv = client.conversation("discord:thread:42", user="u1", agent="copilot")
+    conv.append_turn([convlog.user("hi"), convlog.assistant("hello", model="gpt-4o")])
+    text = conv.context(budget=convlog.Budget(tokens=10_000)).text
+
+Answers are decoded with msgspec into the library's own types (AppendResult,
+SessionInfo, Context, MessageAppended, CatalogRow...), and errors come back as the
+library's typed errors (see `convlog.http.wire`). Built on httpx (the `http` extra);
+`convlog.AsyncClient` is the same API as coroutines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Sequence
+from datetime import date, datetime
+from typing import Any, TypeVar
+
+import convlog
+from convlog.domain.events import MessageAppended
+from convlog.http import wire
+from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
+from convlog.http.wire import RemoteError
+from convlog.projections.context import Budget
+from convlog.projections.transcript import TranscriptLine
+
+try:
+    import httpx
+except ImportError as exc:
+    raise ImportError("convlog.Client needs the http extra: pip install 'convlog[http]'"
+                      ) from exc
+
+T = TypeVar("T")
+__all__ = ["Client", "RemoteConversation", "RemoteError"]
+
+
+class Client:
+    """A connection (pool) to one `convlog serve`. Thread-safe, like httpx.Client."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8765", *, token: str | None = None,
+                 timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
+                                 timeout=timeout, transport=transport)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, req: wire.Req[T]) -> T:
+        response = self.http.request(req.method, req.path, content=req.content,
+                                     params=req.params, headers=req.all_headers)
+        return req.answer(response.status_code, response.reason_phrase, response.content)
+
+    def conversation(self, key: str, *, user: str | None = None, agent: str | None = None,
+                     channel: str | None = None, title: str | None = None,
+                     workspace: str | None = None, metadata: dict[str, Any] | None = None
+                     ) -> RemoteConversation:
+        """The conversation under `key`, started if it is new (as `log.conversation`)."""
+        self.send(wire.start(key, {"user": user, "agent": agent, "channel": channel,
+                                   "title": title, "workspace": workspace,
+                                   "metadata": metadata or {}}))
+        return RemoteConversation(self, key)
+
+    def get(self, key: str) -> RemoteConversation:
+        """The existing conversation under `key`; UnknownConversation if there is none."""
+        conversation = RemoteConversation(self, key)
+        conversation.info()
+        return conversation
+
+    def sessions(self, *, user: str | None = None, agent: str | None = None,
+                 include_archived: bool = False, limit: int | None = None
+                 ) -> list[convlog.CatalogRow]:
+        return self.send(wire.sessions(user, agent, include_archived, limit))
+
+    def costs(self, *, by: str = "model", since: date | datetime | None = None
+              ) -> list[convlog.CostRow]:
+        return self.send(wire.costs(by, since))
+
+    def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
+                  ) -> list[convlog.TelemetryRow]:
+        return self.send(wire.telemetry(by, since))
+
+    def sql(self, query: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
+        """(column names, rows) of one SELECT over the views (admin token)."""
+        out = self.send(wire.sql(query, params))
+        return out.columns, [tuple(r) for r in out.rows]
+
+
+class RemoteConversation:
+    """One conversation of a server, addressed by its key: `ConversationHandle`'s API."""
+
+    def __init__(self, client: Client, key: str):
+        self.client = client
+        self.key = key
+        self.path = wire.conversation_path(key)
+
+    def __repr__(self) -> str:
+        return f"<RemoteConversation {self.key!r}>"
+
+    def append_turn(self, messages: Iterable[convlog.Message], *,
+                    idempotency_key: str | None = None) -> convlog.AppendResult:
+        """One turn, atomically; known message ids are skipped, so a retry is safe."""
+        return self.client.send(wire.append_turn(self.path, messages, idempotency_key))
+
+    def append(self, message: convlog.Message) -> convlog.AppendResult:
+        return self.append_turn([message])
+
+    def record(self, lines: Sequence[dict[str, Any]]) -> convlog.AppendResult:
+        """Lines of `convlog record` (dicts with a `type`), as one atomic batch."""
+        return self.client.send(wire.record(self.path, lines))
+
+    def bind_native_session(self, native_session_id: str, agent: str | None = None
+                            ) -> convlog.AppendResult:
+        return self.client.send(wire.bind(self.path, native_session_id, agent))
+
+    def archive(self, reason: str | None = None) -> StateChange:
+        return self.client.send(wire.change(self.path, "archive", reason))
+
+    def reactivate(self) -> StateChange:
+        return self.client.send(wire.change(self.path, "reactivate"))
+
+    def clear(self, reason: str | None = None) -> StateChange:
+        return self.client.send(wire.change(self.path, "clear", reason))
+
+    def info(self) -> convlog.SessionInfo:
+        return self.client.send(wire.info(self.path))
+
+    def messages(self, *, last: int | None = None) -> list[MessageAppended]:
+        return self.client.send(wire.messages(self.path, last))
+
+    def transcript(self) -> list[TranscriptLine]:
+        return self.client.send(wire.transcript(self.path))
+
+    def timeline(self, *, until: int | datetime | None = None) -> list[TimelineOut]:
+        return self.client.send(wire.timeline(self.path, until))
+
+    def context(self, *, budget: Budget | None = None, format: str = "xml",
+                exclude: Iterable[str] = (), model: str | None = None) -> convlog.Context:
+        return self.client.send(wire.context(self.path, budget, format, exclude, model))
+
+    def resume_attempt(self, strategy: str, native_session_id: str | None = None
+                       ) -> convlog.AppendResult:
+        return self.client.send(wire.resume_attempt(self.path, strategy, native_session_id))
+
+    def resume_outcome(self, strategy: str, *, ok: bool, reason: str | None = None,
+                       error: str | None = None, native_session_id: str | None = None,
+                       latency_ms: float | None = None, fresh: bool | None = None
+                       ) -> convlog.AppendResult:
+        return self.client.send(wire.resume_outcome(self.path, {
+            "strategy": strategy, "ok": ok, "reason": reason, "error": error,
+            "native_session_id": native_session_id, "latency_ms": latency_ms,
+            "fresh": fresh}))
+
+    def injection(self, *, native_session_id: str | None = None,
+                  budget: Budget | None = None, format: str = "xml",
+                  exclude: Iterable[str] = (), model: str | None = None) -> Injection:
+        """The history for a fresh agent session, recorded; None context when this
+        native session already got it or there is nothing to remember."""
+        return self.client.send(wire.injection(self.path, native_session_id, budget, format,
+                                               exclude, model))
+
+    def follow(self, *, after: int = 0, timeout: float | None = None
+               ) -> Generator[EventOut, None, None]:
+        """The conversation's events after position `after`, then new ones as they
+        are recorded (server-sent events); stop iterating to close the stream."""
+        with self.client.http.stream("GET", self.path + "/stream", params={"after": after},
+                                     timeout=timeout) as response:
+            if response.status_code >= 400:
+                raise wire.problem_error(response.status_code, response.reason_phrase,
+                                         response.read())
+            events = wire.EventStream()
+            for line in response.iter_lines():
+                event = events.feed(line)
+                if event is not None:
+                    yield event

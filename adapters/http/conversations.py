@@ -1,0 +1,228 @@
+"""Endpoints of one conversation: start, read, append, and its state changes.
+
+Each is a thin call into `ConversationLog`: the body is decoded into the Structs of
+`convlog record` (`convlog.services.jsonlines`), turned into the same domain commands,
+and executed as ONE transaction, so HTTP writes obey exactly the rules of the library.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+import convlog
+from convlog.domain.conversation import (
+    AppendMessages,
+    Archive,
+    BindNativeSession,
+    Clear,
+    Command,
+    Reactivate,
+    StartSession,
+    check_key,
+)
+from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.events import MessageAppended
+from convlog.http import idempotency
+from convlog.http.endpoint import Call, Endpoint, Param
+from convlog.http.problems import ProblemError
+from convlog.http.schema import (
+    EventsIn,
+    NativeSessionIn,
+    ReasonIn,
+    StartIn,
+    StateChange,
+    TimelineOut,
+    TurnIn,
+)
+from convlog.projections.context import Budget
+from convlog.projections.formats import FORMATS
+from convlog.projections.transcript import TranscriptLine
+from convlog.services.jsonlines import MessageLine, SessionStartedLine, to_command, to_message
+
+MAX_VERSION = 2**63 - 1
+
+
+async def start(call: Call) -> convlog.SessionInfo:
+    body = await call.body(StartIn)
+    key = check_key(body.key)
+    user = body.user
+    if not call.principal.admin:
+        if user is not None and user != call.principal.user:
+            raise ProblemError(403, "forbidden", "a user token starts conversations of its "
+                               "own user only", field="user")
+        user = call.principal.user
+        if await call.run(call.log.exists, key):
+            state = await call.run(call.log.state, key)
+            if state.user != user:
+                raise UnknownConversation(key)
+    command = StartSession(user=user, agent=body.agent, channel=body.channel, title=body.title,
+                           workspace=body.workspace, metadata=dict(body.metadata))
+    await call.write(key, [command])
+    return await call.run(call.log.info, key)
+
+
+async def info(call: Call) -> convlog.SessionInfo:
+    return await call.run(call.log.info, await call.readable())
+
+
+def _message(line: MessageLine, index: int, idem: str | None) -> convlog.Message:
+    if line.id is None and idem is not None:
+        line = msgspec.structs.replace(line, id=idempotency.message_id(idem, index))
+    try:
+        return to_message(line)
+    except InvalidInput as exc:
+        raise exc.nested(f"messages[{index}]") from None
+
+
+async def append_turn(call: Call) -> convlog.AppendResult:
+    body = await call.body(TurnIn)
+    if not body.messages:
+        raise InvalidInput("a turn needs at least one message", field="messages")
+    idem = idempotency.check_key(call.request.headers.get(idempotency.HEADER))
+    messages = [_message(m, i, idem) for i, m in enumerate(body.messages)]
+    key, first = await call.writable()
+    return await call.write(key, [*first, AppendMessages(messages=messages)])
+
+
+async def record(call: Call) -> convlog.AppendResult:
+    body = await call.body(EventsIn)
+    if not body.events:
+        raise InvalidInput("give at least one event", field="events")
+    commands: list[Command] = []
+    for i, line in enumerate(body.events):
+        if isinstance(line, SessionStartedLine) and not call.principal.admin:
+            if line.user not in (None, call.principal.user):
+                raise ProblemError(403, "forbidden", "a user token records conversations of "
+                                   "its own user only", field=f"events[{i}].user")
+            line = msgspec.structs.replace(line, user=call.principal.user)
+        try:
+            commands.append(to_command(line))
+        except InvalidInput as exc:
+            raise exc.nested(f"events[{i}]") from None
+    key, first = await call.writable()
+    origins = [f"events[{i}]" for i in range(len(first) + len(commands))]
+    return await call.write(key, [*first, *commands], origins)
+
+
+async def messages(call: Call) -> list[MessageAppended]:
+    key = await call.readable()
+    return await call.run(call.log.messages, key, last=call.q_int("last"))
+
+
+async def transcript(call: Call) -> list[TranscriptLine]:
+    return await call.run(call.log.transcript, await call.readable())
+
+
+def _until(text: str | None) -> int | datetime | None:
+    if text is None:
+        return None
+    if text.isascii() and text.isdigit():
+        return min(int(text), MAX_VERSION)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"neither a version number nor an ISO time: {text!r}",
+                           field="until") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+async def timeline(call: Call) -> list[TimelineOut]:
+    key = await call.readable()
+    until = _until(call.q_str("until"))
+    rows = await call.run(call.log.timeline, key, until=until)
+    return [TimelineOut(version=r.version, at=r.at, type=r.type, details=r.details,
+                        event=r.event) for r in rows]  # type: ignore[arg-type]
+
+
+def budget_of(call: Call) -> Budget:
+    return Budget(tokens=call.q_int("tokens", 10_000) or 10_000,
+                  messages=call.q_int("messages", 30) or 30,
+                  chars=call.q_int("chars", 2_000) or 2_000)
+
+
+async def context(call: Call) -> convlog.Context:
+    key = await call.readable()
+    try:
+        budget = budget_of(call)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.reason, field=(exc.field or "").removeprefix("budget.")
+                           ) from None
+    return await call.run(call.log.context, key, budget=budget,
+                          format=call.q_str("format", "xml", FORMATS) or "xml",
+                          exclude=call.request.query_params.getlist("exclude"),
+                          model=call.q_str("model"))
+
+
+async def bind(call: Call) -> convlog.AppendResult:
+    body = await call.body(NativeSessionIn)
+    key, first = await call.writable()
+    command = BindNativeSession(native_session_id=body.native_session_id, agent=body.agent)
+    return await call.write(key, [*first, command])
+
+
+def _state_change(make: Any, with_reason: bool) -> Any:
+    async def change(call: Call) -> StateChange:
+        reason = (await call.body(ReasonIn)).reason if with_reason and await _has_body(
+            call) else None
+        key = await call.readable()
+        command = make(reason) if with_reason else make()
+        result = await call.write(key, [command])
+        status = (await call.run(call.log.info, key)).status
+        return StateChange(key=key, changed=result.events > 0, version=result.version,
+                           status=status)
+    return change
+
+
+async def _has_body(call: Call) -> bool:
+    return bool((await call.request.body()).strip())
+
+
+KEY = "/v1/conversations/{key}"
+LAST = Param("last", {"type": "integer", "minimum": 1},
+             "only the newest N messages (one indexed read, never a replay)")
+CONTEXT_QUERY = (
+    Param("tokens", {"type": "integer", "minimum": 1, "default": 10_000},
+          "token budget of the whole formatted text"),
+    Param("messages", {"type": "integer", "minimum": 1, "default": 30}, "at most N messages"),
+    Param("chars", {"type": "integer", "minimum": 16, "default": 2_000},
+          "cut each message at N characters"),
+    Param("format", {"type": "string", "enum": list(FORMATS), "default": "xml"},
+          "xml, markdown, or messages (chat-completions JSON)"),
+    Param("exclude", {"type": "string"}, "leave this message id out; repeatable", many=True),
+    Param("model", {"type": "string"}, "count tokens with this model's tokenizer"),
+)
+
+ENDPOINTS = [
+    Endpoint("POST", "/v1/conversations", start, "Start a conversation (or get it)",
+             body=StartIn, answer=convlog.SessionInfo),
+    Endpoint("POST", KEY + "/turns", append_turn,
+             "Append one turn's messages atomically (idempotent by message id)",
+             body=TurnIn, answer=convlog.AppendResult),
+    Endpoint("POST", KEY + "/events", record,
+             "Record lines of `convlog record` as one atomic batch",
+             body=EventsIn, answer=convlog.AppendResult),
+    Endpoint("GET", KEY + "/messages", messages, "Messages, oldest first",
+             answer=list[MessageAppended], query=(LAST,)),
+    Endpoint("GET", KEY + "/transcript", transcript, "What the user saw",
+             answer=list[TranscriptLine]),
+    Endpoint("GET", KEY + "/timeline", timeline, "Every event: the debugging view",
+             answer=list[TimelineOut],
+             query=(Param("until", {"type": "string"}, "a version number or an ISO time"),)),
+    Endpoint("GET", KEY + "/context", context,
+             "The history to inject into a fresh agent session, cut to a budget",
+             answer=convlog.Context, query=CONTEXT_QUERY),
+    Endpoint("POST", KEY + "/native-session", bind,
+             "Bind the agent's own session id to this conversation",
+             body=NativeSessionIn, answer=convlog.AppendResult),
+    Endpoint("POST", KEY + "/archive", _state_change(lambda r: Archive(reason=r), True),
+             "Archive (nothing is deleted)", body=ReasonIn, answer=StateChange),
+    Endpoint("POST", KEY + "/reactivate", _state_change(Reactivate, False),
+             "Make an archived conversation resumable again", answer=StateChange),
+    Endpoint("POST", KEY + "/clear", _state_change(lambda r: Clear(reason=r), True),
+             "Start a new epoch: later context starts empty", body=ReasonIn,
+             answer=StateChange),
+    Endpoint("GET", KEY, info, "The conversation's state", answer=convlog.SessionInfo),
+]

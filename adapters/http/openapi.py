@@ -1,0 +1,105 @@
+"""The OpenAPI 3.1 document, generated from the endpoint declarations and the Structs.
+
+Request and answer schemas come from `msgspec.json.schema_components` on the very
+types the server decodes and encodes, so the document cannot drift from the server.
+A copy is committed as docs/openapi.json (a test checks it equals the served one);
+regenerate it with `python -m convlog.http > docs/openapi.json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from convlog.http.endpoint import Endpoint
+from convlog.http.schema import Health, Problem
+
+ERRORS = {
+    "400": "Malformed request (not JSON, empty body, bad header)",
+    "401": "Missing or unknown bearer token",
+    "403": "The token may not do this",
+    "404": "No such conversation (or not this token's), or no such route",
+    "408": "The body did not arrive in time",
+    "409": "Other writers kept winning the race for this conversation; retry",
+    "413": "The body is too large",
+    "422": "Invalid input: `field` names the offending field",
+    "503": "Overloaded (too many requests in flight) or the storage is unavailable: "
+           "retry after Retry-After",
+}
+REF = "#/components/schemas/{name}"
+
+
+def _problem_responses() -> dict[str, Any]:
+    problem = {"application/problem+json": {"schema": {"$ref": REF.format(name="Problem")}}}
+    return {code: {"description": text, "content": problem} for code, text in ERRORS.items()}
+
+
+def _operation(endpoint: Endpoint, schemas: dict[Any, Any], index: int) -> dict[str, Any]:
+    params: list[dict[str, Any]] = []
+    if "{key}" in endpoint.path:
+        params.append({"name": "key", "in": "path", "required": True,
+                       "description": "the conversation key the host chose, URL-encoded",
+                       "schema": {"type": "string", "minLength": 1, "maxLength": 512}})
+    for p in endpoint.query:
+        schema = {"type": "array", "items": p.schema} if p.many else p.schema
+        params.append({"name": p.name, "in": "query", "required": p.required,
+                       "description": p.description, "schema": schema,
+                       **({"style": "form", "explode": True} if p.many else {})})
+    if endpoint.stream:  # each event: `id` its position, `data` the JSON of `answer`
+        event = {"type": "object", "required": ["data"], "properties": {
+            "id": {"type": "string"}, "event": {"type": "string"},
+            "data": {"type": "string", "contentMediaType": "application/json",
+                     "contentSchema": schemas[endpoint.answer]}}}
+        ok: dict[str, Any] = {"description": "text/event-stream, until the client leaves",
+                              "content": {"text/event-stream": {"schema": event}}}
+    else:
+        ok = {"description": "OK", "content": {"application/json": {
+            "schema": schemas[endpoint.answer]}}}
+    op: dict[str, Any] = {
+        "operationId": f"{endpoint.handler.__name__}_{index}",
+        "summary": endpoint.summary,
+        "tags": [endpoint.tag],
+        "parameters": params,
+        "responses": {"200": ok, **_problem_responses()},
+    }
+    if endpoint.body is not None:
+        op["requestBody"] = {"required": endpoint.body.__name__ not in ("ReasonIn",),
+                             "content": {"application/json": {
+                                 "schema": schemas[endpoint.body]}}}
+    if endpoint.admin:
+        op["description"] = "Needs the admin token (CONVLOG_TOKEN)."
+    return op
+
+
+def document(endpoints: Sequence[Endpoint], version: str) -> dict[str, Any]:
+    types: list[Any] = [Problem, Health]
+    for e in endpoints:
+        types.extend(t for t in (e.body, e.answer) if t is not None and t not in types)
+    found, components = msgspec.json.schema_components(types, ref_template=REF)
+    schemas = dict(zip(types, found, strict=True))
+    paths: dict[str, dict[str, Any]] = {}
+    for i, e in enumerate(endpoints):
+        paths.setdefault(e.path, {})[e.method.lower()] = _operation(e, schemas, i)
+    paths["/health"] = {"get": {
+        "operationId": "health", "summary": "Liveness, version and backend", "tags": ["meta"],
+        "security": [],
+        "responses": {"200": {"description": "OK", "content": {"application/json": {
+            "schema": schemas[Health]}}}}}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "convlog", "version": version,
+                 "description": "An event-sourced conversation log for AI agent hosts, over "
+                 "HTTP. Errors are RFC 9457 problem documents."},
+        "paths": dict(sorted(paths.items())),
+        "components": {
+            "schemas": dict(sorted(components.items())),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+def encoded(endpoints: Sequence[Endpoint], version: str) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(document(endpoints, version)), indent=2)

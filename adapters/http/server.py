@@ -1,0 +1,80 @@
+"""Running the application: uvicorn on a socket we bind, with the process's limits.
+
+uvicorn (with httptools and uvloop from `uvicorn[standard]`) is the server: the
+event loop serves every connection, blocking log calls run in worker threads. The
+socket is bound here, before uvicorn starts, so `--port 0` works and the line
+``convlog serve: listening on http://HOST:PORT`` names the real port.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from dataclasses import dataclass
+
+import uvicorn
+
+import convlog
+from convlog.domain.errors import InvalidInput
+from convlog.http.app import create_app
+from convlog.http.auth import Auth, is_loopback, load_user_tokens
+from convlog.http.limits import BODY_TIMEOUT, MAX_BODY
+
+TOKEN_VAR = "CONVLOG_TOKEN"
+
+
+@dataclass(frozen=True)
+class Options:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    user_tokens: str | None = None
+    max_body: int = MAX_BODY
+    body_timeout: float = BODY_TIMEOUT
+    max_connections: int = 1000
+    keep_alive: float = 5.0
+
+
+def make_auth(options: Options) -> Auth:
+    """The tokens; refuses an open server on a non-loopback address."""
+    users = load_user_tokens(options.user_tokens) if options.user_tokens else None
+    auth = Auth(os.environ.get(TOKEN_VAR) or None, users)
+    if not auth.required and not is_loopback(options.host):
+        raise InvalidInput(f"serving on {options.host} needs a token: set ${TOKEN_VAR} (and/or "
+                           "--user-tokens), or bind to 127.0.0.1", field="host")
+    return auth
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}",
+                           field="port") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(log: convlog.ConversationLog, options: Options) -> None:
+    """Serve until SIGINT/SIGTERM."""
+    auth = make_auth(options)
+    app = create_app(log, auth=auth, max_body=options.max_body,
+                     body_timeout=options.body_timeout, max_requests=options.max_connections)
+    sock = bind(options.host, options.port)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, server_header=False,
+        # uvicorn's own limit answers in plain text: ours (a problem) comes first
+        limit_concurrency=2 * options.max_connections,
+        timeout_keep_alive=int(options.keep_alive),
+        timeout_graceful_shutdown=3, lifespan="on")
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    print(f"convlog serve: listening on http://{host}:{port} ({log.config.url}"
+          f"{', tokens required' if auth.required else ', no token: loopback only'})",
+          file=sys.stderr, flush=True)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,81 @@
+"""Server-sent events: a conversation's new events, as they are recorded.
+
+For a UI that follows a conversation live. Each event is one SSE message: `id` is
+its position in the conversation, `event` its stored name (`message_appended`...),
+`data` the JSON of {version, event}. A client that reconnects sends `Last-Event-ID`
+(browsers' EventSource do it by themselves) or `?after=N` and misses nothing.
+
+New events are found by polling the conversation's own index (one indexed query per
+interval, `events(after=N)`): it works the same on SQLite, which has no
+notifications, and across server processes on PostgreSQL. A comment line every
+`ping_interval` keeps proxies from closing an idle stream. The stream ends when the
+client goes away or the server stops.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+from starlette.responses import StreamingResponse
+
+from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.http.endpoint import Call, Endpoint, Param, encode
+from convlog.http.schema import EventOut
+
+PAGE = 500
+
+
+def _start(call: Call) -> int:
+    header = call.request.headers.get("last-event-id")
+    query = call.q_int("after", minimum=0)
+    if header is not None:
+        if not (header.isascii() and header.isdigit()) or len(header) > 18:
+            raise InvalidInput(f"expected an event position, got {header!r}",
+                               field="Last-Event-ID")
+        return int(header)
+    return query or 0
+
+
+async def follow(call: Call) -> StreamingResponse:
+    key = await call.readable()
+    if not await call.run(call.log.exists, key):  # 404 before the stream, not inside it
+        raise UnknownConversation(key)
+    after = _start(call)
+    server = call.server
+
+    async def events() -> AsyncIterator[bytes]:
+        nonlocal after
+        yield b": following " + key.encode() + b"\n\n"
+        last_sent = time.monotonic()
+        while server.stopping is None or not server.stopping.is_set():
+            rows = await call.run(call.log.events, key, after=after, limit=PAGE)
+            for r in rows:
+                after = r.version
+                data = encode(EventOut(version=r.version, event=r.event))
+                yield b"id: %d\nevent: %s\ndata: %s\n\n" % (
+                    r.version, r.event.event_name().encode(), data)
+                last_sent = time.monotonic()
+            if len(rows) == PAGE:
+                continue
+            if time.monotonic() - last_sent >= server.ping_interval:
+                yield b": ping\n\n"
+                last_sent = time.monotonic()
+            with anyio.move_on_after(server.poll_interval):
+                if server.stopping is not None:
+                    await server.stopping.wait()
+                else:
+                    await anyio.sleep(server.poll_interval)
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store",
+                                      "X-Accel-Buffering": "no"})
+
+
+ENDPOINTS = [
+    Endpoint("GET", "/v1/conversations/{key}/stream", follow,
+             "Server-sent events: the conversation's new events, live", answer=EventOut,
+             stream=True, query=(Param("after", {"type": "integer", "minimum": 0},
+                                       "start after this position (or send Last-Event-ID)"),)),
+]

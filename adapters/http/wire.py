@@ -1,0 +1,214 @@
+"""What each client operation sends and how its answer decodes, once for both clients.
+
+`convlog.Client` (blocking) and `convlog.AsyncClient` (asyncio) differ only in how
+they send a request; every operation is described here as a `Req`: method, path,
+body, query, headers and the type its answer decodes into. Problem answers become
+the library's typed errors (InvalidInput with its `field`, UnknownConversation,
+ConcurrencyError, StorageError), anything else a `RemoteError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import msgspec
+
+import convlog
+from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
+from convlog.domain.events import MessageAppended
+from convlog.http.schema import EventOut, Injection, Problem, SqlOut, StateChange, TimelineOut
+from convlog.projections.context import Budget
+from convlog.projections.transcript import TranscriptLine
+
+T = TypeVar("T")
+
+
+class RemoteError(ConvlogError):
+    """A problem answer with no closer library error (401, 403, 413, ...)."""
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        self.status = problem.status
+        self.field = problem.field
+        where = f" (field {problem.field!r})" if problem.field else ""
+        super().__init__(f"{problem.status} {problem.title}: {problem.detail}{where}")
+
+
+@dataclass(frozen=True)
+class Req(Generic[T]):
+    method: str
+    path: str
+    kind: type[T]
+    json: Any = None
+    params: Any = None
+    headers: dict[str, str] | None = None
+
+    @property
+    def content(self) -> bytes | None:
+        return None if self.json is None else msgspec.json.encode(self.json)
+
+    @property
+    def all_headers(self) -> dict[str, str]:
+        return {"Content-Type": "application/json", **(self.headers or {})}
+
+    def answer(self, status: int, reason: str, content: bytes) -> T:
+        if status >= 400:
+            raise problem_error(status, reason, content)
+        return msgspec.json.decode(content, type=self.kind)
+
+
+def problem_error(status: int, reason: str, content: bytes) -> ConvlogError:
+    try:
+        problem = msgspec.json.decode(content, type=Problem)
+    except msgspec.MsgspecError:
+        return RemoteError(Problem(type="about:blank", title=reason, status=status,
+                                   detail=content[:500].decode("utf-8", "replace")))
+    kind = problem.type.rsplit(":", 1)[-1]
+    if kind == "invalid-input":
+        return InvalidInput(problem.detail, field=problem.field)
+    if kind == "unknown-conversation":
+        return UnknownConversation(problem.detail.removeprefix("unknown conversation ")
+                                   .strip("'\""))
+    if kind == "write-conflict":
+        return convlog.ConcurrencyError(problem.detail)
+    if kind == "storage-unavailable":
+        return convlog.StorageError(problem.detail)
+    return RemoteError(problem)
+
+
+def message_body(message: convlog.Message) -> dict[str, Any]:
+    """A Message as the wire's `message` line (what `convlog record` reads)."""
+    body = msgspec.to_builtins(message)
+    body.pop("token_counter", None)
+    if message.cost_usd is not None:
+        body["cost_usd"] = str(message.cost_usd)
+    return {k: v for k, v in body.items() if v is not None and v != []}
+
+
+def conversation_path(key: str) -> str:
+    return "/v1/conversations/" + quote(key, safe=":@!$&'()*+,;=-._~")
+
+
+def _since(by: str, since: date | datetime | None) -> dict[str, str]:
+    return {"by": by, **({"since": since.isoformat()} if since else {})}
+
+
+def _budget(budget: Budget | None) -> dict[str, int]:
+    b = budget or Budget()
+    return {"tokens": b.tokens, "messages": b.messages, "chars": b.chars}
+
+
+# ------------------------------------------------------------------ the log
+
+
+def start(key: str, attrs: dict[str, Any]) -> Req[convlog.SessionInfo]:
+    return Req("POST", "/v1/conversations", convlog.SessionInfo, {"key": key, **attrs})
+
+
+def sessions(user: str | None, agent: str | None, include_archived: bool,
+             limit: int | None) -> Req[list[convlog.CatalogRow]]:
+    params = {k: v for k, v in {"user": user, "agent": agent, "limit": limit,
+                                "include_archived": "true" if include_archived else None
+                                }.items() if v is not None}
+    return Req("GET", "/v1/conversations", list[convlog.CatalogRow], params=params)
+
+
+def costs(by: str, since: date | datetime | None) -> Req[list[convlog.CostRow]]:
+    return Req("GET", "/v1/costs", list[convlog.CostRow], params=_since(by, since))
+
+
+def telemetry(by: str, since: date | datetime | None) -> Req[list[convlog.TelemetryRow]]:
+    return Req("GET", "/v1/telemetry", list[convlog.TelemetryRow], params=_since(by, since))
+
+
+def sql(query: str, params: Sequence[object]) -> Req[SqlOut]:
+    return Req("POST", "/v1/sql", SqlOut, {"query": query, "params": list(params)})
+
+
+# ------------------------------------------------------------ a conversation
+
+
+def append_turn(path: str, messages: Iterable[convlog.Message],
+                idempotency_key: str | None) -> Req[convlog.AppendResult]:
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+    return Req("POST", path + "/turns", convlog.AppendResult,
+               {"messages": [message_body(m) for m in messages]}, headers=headers)
+
+
+def record(path: str, lines: Sequence[dict[str, Any]]) -> Req[convlog.AppendResult]:
+    return Req("POST", path + "/events", convlog.AppendResult, {"events": list(lines)})
+
+
+def bind(path: str, native_session_id: str, agent: str | None) -> Req[convlog.AppendResult]:
+    return Req("POST", path + "/native-session", convlog.AppendResult,
+               {"native_session_id": native_session_id, "agent": agent})
+
+
+def change(path: str, what: str, reason: str | None = None) -> Req[StateChange]:
+    return Req("POST", f"{path}/{what}", StateChange,
+               None if what == "reactivate" else {"reason": reason})
+
+
+def info(path: str) -> Req[convlog.SessionInfo]:
+    return Req("GET", path, convlog.SessionInfo)
+
+
+def messages(path: str, last: int | None) -> Req[list[MessageAppended]]:
+    return Req("GET", path + "/messages", list[MessageAppended],
+               params={"last": last} if last is not None else None)
+
+
+def transcript(path: str) -> Req[list[TranscriptLine]]:
+    return Req("GET", path + "/transcript", list[TranscriptLine])
+
+
+def timeline(path: str, until: int | datetime | None) -> Req[list[TimelineOut]]:
+    value = until.isoformat() if isinstance(until, datetime) else until
+    return Req("GET", path + "/timeline", list[TimelineOut],
+               params={"until": value} if value is not None else None)
+
+
+def context(path: str, budget: Budget | None, format: str, exclude: Iterable[str],
+            model: str | None) -> Req[convlog.Context]:
+    params: dict[str, Any] = {**_budget(budget), "format": format, "exclude": list(exclude)}
+    if model:
+        params["model"] = model
+    return Req("GET", path + "/context", convlog.Context, params=params)
+
+
+def resume_attempt(path: str, strategy: str, native_session_id: str | None
+                   ) -> Req[convlog.AppendResult]:
+    return Req("POST", path + "/resume/attempts", convlog.AppendResult,
+               {"strategy": strategy, "native_session_id": native_session_id})
+
+
+def resume_outcome(path: str, body: dict[str, Any]) -> Req[convlog.AppendResult]:
+    return Req("POST", path + "/resume/outcomes", convlog.AppendResult,
+               {k: v for k, v in body.items() if v is not None})
+
+
+def injection(path: str, native_session_id: str | None, budget: Budget | None, format: str,
+              exclude: Iterable[str], model: str | None) -> Req[Injection]:
+    return Req("POST", path + "/resume/injection", Injection, {
+        "native_session_id": native_session_id, "format": format, "budget": _budget(budget),
+        "exclude": list(exclude), "model": model})
+
+
+class EventStream:
+    """Server-sent events, line by line: `feed` returns an event when one is complete."""
+
+    def __init__(self) -> None:
+        self.data: list[str] = []
+
+    def feed(self, line: str) -> EventOut | None:
+        if line.startswith("data:"):
+            self.data.append(line[5:].lstrip())
+        elif not line and self.data:
+            event = msgspec.json.decode("\n".join(self.data), type=EventOut)
+            self.data = []
+            return event
+        return None
