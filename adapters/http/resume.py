@@ -5,8 +5,9 @@ A host in another language cannot hand convlog its tier callables, so it reports
 a fresh (empty) agent session is what worked, asks for the `injection`: convlog
 builds the history to the budget, records exactly what it handed out
 (HistoryInjected), and hands it out at most once per native session, as
-`convlog.services.resume` does for Python hosts (within one server process; two
-servers asked at the same instant for the same native session could both answer).
+`convlog.services.resume` does for Python hosts: the check runs inside the write, so
+of two servers asked at the same instant for the same native session only one answers
+with the history.
 Telemetry then reads the same events whichever way they came.
 """
 
@@ -22,7 +23,6 @@ from convlog.http.schema import AttemptIn, InjectionIn, OutcomeIn
 from convlog.http.schema import Injection as InjectionOut
 from convlog.projections.context import Budget
 from convlog.services.jsonlines import (
-    HistoryInjectedLine,
     ResumeAttemptedLine,
     ResumeFailedLine,
     ResumeSucceededLine,
@@ -68,7 +68,7 @@ _INJECTING = threading.Lock()
 
 
 def _inject(log: convlog.ConversationLog, key: str, body: InjectionIn) -> InjectionOut:
-    with _INJECTING:  # check-then-record: two retries at once must not both inject
+    with _INJECTING:  # one context build at a time here; the write itself decides
         return _inject_once(log, key, body)
 
 
@@ -83,10 +83,8 @@ def _inject_once(log: convlog.ConversationLog, key: str, body: InjectionIn) -> I
                           model=body.model)
     if context.message_count == 0 and not context.summarized:
         return InjectionOut(injected=False, already_injected=False)  # nothing to remember
-    log.execute(key, [to_command(HistoryInjectedLine(
-        from_version=context.from_version, to_version=context.to_version,
-        message_count=context.message_count, tokens=context.tokens, format=context.format,
-        text=context.text, native_session_id=native))])
+    if not log.record_injection(key, context, native):  # another server won the race
+        return InjectionOut(injected=False, already_injected=True)
     return InjectionOut(injected=True, already_injected=False, context=context)
 
 

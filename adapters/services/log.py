@@ -37,7 +37,7 @@ from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
-from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume
+from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
 from convlog.storage.urls import StorageConfig, parse_url
@@ -192,6 +192,15 @@ class ConversationLog:
         new = set(appended)
         return AppendResult(version=state.version, appended=appended,
                             skipped=[i for i in ids if i not in new], events=len(saved))
+
+    def record_injection(self, key: str, context: Context,
+                         native_session_id: str | None = None) -> bool:
+        """Record that `context` was handed to a fresh agent session (HistoryInjected),
+        at most once per native session even across processes: False, and nothing
+        recorded, when `native_session_id` already got an injection. For hosts that run
+        the tiers themselves (the HTTP service does); `resume()` does this for you."""
+        with self._lock:
+            return record_injection(self._store, key, context, native_session_id)
 
     # ------------------------------------------------------------------- reading
 

@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from convlog.domain.conversation import BindNativeSession, Command, RecordFact, conversation_id
+from convlog.domain.conversation import (
+    BindNativeSession,
+    Command,
+    Conversation,
+    RecordFact,
+    conversation_id,
+)
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
     REASON_CLASSES,
@@ -44,11 +50,36 @@ from convlog.domain.events import (
 from convlog.projections.context import Budget
 from convlog.projections.formats import check_format
 from convlog.services.context import Context, ContextBuilder, is_async_callable
+from convlog.storage.application import ConversationStore
 
 MAX_ERROR_CHARS = 500
 _FRESH_NAME = re.compile(r"(^|[/:._ -])new$")  # "session/new", "new"; not "session/renew"
 
 _NOW = datetime(1970, 1, 1, tzinfo=UTC)  # facts are stamped when recorded
+
+
+def record_injection(store: ConversationStore, key: str, context: Context,
+                     native: str | None) -> bool:
+    """Record HistoryInjected for `native` unless that native session already got one.
+
+    The check runs inside the write: the store re-decides on the state it re-reads
+    after a version conflict, so of two processes injecting into the same native
+    session at the same instant (two HTTP servers, two hosts on one PostgreSQL) only
+    one records, and the other learns it got nothing (False). With no native session
+    id there is nothing to deduplicate on: the injection is always recorded.
+    """
+    event = HistoryInjected(
+        at=_NOW, from_version=context.from_version, to_version=context.to_version,
+        message_count=context.message_count, tokens=context.tokens, format=context.format,
+        text=context.text, native_session_id=native)
+
+    def once(state: Conversation, _fresh: bool) -> list[Command]:
+        if native is not None and native in state.injected_native_session_ids:
+            return []
+        return [RecordFact(event=event)]
+
+    _state, saved = store.execute(conversation_id(key), key, once)
+    return bool(saved)
 
 
 class TierFailed(Exception):
@@ -199,11 +230,9 @@ class ResumeRun:
         state = self.builder.state(self.key)
         return native is None or native not in state.injected_native_session_ids
 
-    def injected(self, native: str | None, context: Context) -> None:
-        self._record(RecordFact(event=HistoryInjected(
-            at=_NOW, from_version=context.from_version, to_version=context.to_version,
-            message_count=context.message_count, tokens=context.tokens, format=context.format,
-            text=context.text, native_session_id=native)))
+    def injected(self, native: str | None, context: Context) -> bool:
+        """Record the injection; False when another writer injected first."""
+        return record_injection(self.store, self.key, context, native)
 
     def outcome(self, tier: Tier | None, native: str | None,
                 injection: Context | None = None, already: bool = False) -> ResumeOutcome:
@@ -279,7 +308,8 @@ def resume(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
                                         None, None)
         if context.message_count == 0 and not context.summarized:
             return run.outcome(tier, native)  # nothing to remember: nothing injected
-        run.injected(native, context)
+        if not run.injected(native, context):  # another process won the race
+            return run.outcome(tier, native, already=True)
         return run.outcome(tier, native, context)
     return run.outcome(None, run.bound)
 
@@ -323,7 +353,8 @@ async def resume_async(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = 
                                                     run.exclude, None, None)
         if context.message_count == 0 and not context.summarized:
             return run.outcome(tier, native)
-        await asyncio.to_thread(run.injected, native, context)
+        if not await asyncio.to_thread(run.injected, native, context):
+            return run.outcome(tier, native, already=True)
         return run.outcome(tier, native, context)
     return run.outcome(None, run.bound)
 

@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -615,3 +616,25 @@ def test_async_tier_behind_a_lambda_is_awaited() -> None:
         assert [a.reason for a in outcome.attempts] == ["transient"]
 
     arun(main, "memory://")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_processes_injecting_into_one_native_session_record_it_once(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Two logs on one database stand for two processes (each has its own cache): the
+    second to record an injection for the same native session learns it lost, even
+    though the state it had read before did not show the first one's injection."""
+    url = (request.getfixturevalue("pg_url") if backend == "postgres"
+           else f"sqlite:///{tmp_path / 'c.db'}")
+    views = str(tmp_path / "views.duckdb")
+    with convlog.open(url, views=views) as first, convlog.open(url, views=views) as second:
+        history(first.conversation("c"))
+        context = second.context("c", budget=convlog.Budget(tokens=1000))
+        second.state("c")  # cached before the other process writes
+        assert first.record_injection("c", context, "fresh-1")
+        assert not second.record_injection("c", context, "fresh-1")
+        assert second.record_injection("c", context, "fresh-2")
+        assert second.record_injection("c", context, None)  # nothing to deduplicate on
+        natives = [r.event.native_session_id for r in first.events("c")
+                   if isinstance(r.event, HistoryInjected)]
+        assert natives == ["fresh-1", "fresh-2", None]
