@@ -173,6 +173,15 @@ class Clear(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+class RequireUser(msgspec.Struct, frozen=True, kw_only=True):
+    """A guard, not a change: the batch is refused, as if the conversation did not
+    exist (so a caller cannot probe keys), unless it belongs to `user`. Decided inside
+    the write like every command, so it also holds against a writer that started the
+    same key for someone else between the caller's check and its write."""
+
+    user: str
+
+
 class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
     """A fact the host observed (a resume attempt and its outcome, an injection):
     recorded as given once its fields are checked, stamped with the recording time."""
@@ -182,6 +191,7 @@ class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
 
 Command = (
     StartSession | AppendMessages | BindNativeSession | Archive | Reactivate | Clear | RecordFact
+    | RequireUser
 )
 
 
@@ -198,6 +208,10 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     if not isinstance(command, AppendMessages):  # messages check themselves when built
         check_unicode(command, "")
     events: list[Event] = []
+    if isinstance(command, RequireUser):
+        if not state.started or state.user != command.user:
+            raise UnknownConversation(state.key)
+        return []
     if isinstance(command, StartSession):
         return [] if state.started else [_start(state.key, command, now)]
     if not state.started:

@@ -20,6 +20,7 @@ from convlog.domain.conversation import (
     Clear,
     Command,
     Reactivate,
+    RequireUser,
     StartSession,
     check_key,
 )
@@ -60,7 +61,9 @@ async def start(call: Call) -> convlog.SessionInfo:
                 raise UnknownConversation(key)
     command = StartSession(user=user, agent=body.agent, channel=body.channel, title=body.title,
                            workspace=body.workspace, metadata=dict(body.metadata))
-    await call.write(key, [command])
+    guard: list[Command] = [] if user is None or call.principal.admin else [
+        RequireUser(user=user)]
+    await call.write(key, [command, *guard])
     return await call.run(call.log.info, key)
 
 

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 import convlog
-from convlog.domain.conversation import Command, StartSession, check_key
+from convlog.domain.conversation import Command, RequireUser, StartSession, check_key
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.http.auth import Auth, Principal
 from convlog.http.idempotency import IdempotencyCache
@@ -158,12 +158,15 @@ class Call:
         """The path's key and the commands to put first in the write: a user token
         writing a conversation that does not exist yet starts it as its own."""
         key = self.key
-        if self.principal.admin:
+        user = self.principal.user
+        if user is None:
             return key, []
+        # The guard re-checks ownership inside the write: two users starting the same
+        # new key at once cannot both write into it.
         exists = await self.run(self.log.exists, key)
         if not exists:
-            return key, [StartSession(user=self.principal.user)]
-        return await self.readable(), []
+            return key, [StartSession(user=user), RequireUser(user=user)]
+        return await self.readable(), [RequireUser(user=user)]
 
 
 Handler = Callable[[Call], Awaitable[Any]]

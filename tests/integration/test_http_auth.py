@@ -81,6 +81,37 @@ def test_one_users_token_cannot_reach_another_users_conversation(url: str) -> No
         assert len(admin.get("/v1/conversations").json()) == 2
 
 
+def test_two_users_starting_the_same_new_key_at_once_never_share_it(url: str) -> None:
+    """Both see a key that does not exist yet and write to it at the same instant: one
+    starts it, the other gets the 404 of a foreign key, and nothing of the loser's lands
+    in it (the ownership check runs again inside the write)."""
+    keys = [f"race:{i}" for i in range(40)]
+    answers: dict[tuple[str, str], int] = {}
+
+    def write(token: str, name: str, barrier: threading.Barrier) -> None:
+        with client(url, token) as caller:
+            for key in keys:
+                barrier.wait()
+                answers[name, key] = caller.post(f"/v1/conversations/{key}/turns", json={
+                    "messages": [{"role": "user", "content": f"{name} wrote this"}]}
+                ).status_code
+
+    barrier = threading.Barrier(2)
+    threads = [threading.Thread(target=write, args=(token, name, barrier))
+               for token, name in ((ALICE_TOKEN, "alice"), (BOB_TOKEN, "bob"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with client(url, ADMIN_TOKEN) as admin:
+        for key in keys:
+            owner = admin.get(f"/v1/conversations/{key}").json()["user"]
+            other = "bob" if owner == "alice" else "alice"
+            assert (answers[owner, key], answers[other, key]) == (200, 404), key
+            texts = [m["content"] for m in admin.get(f"/v1/conversations/{key}/messages").json()]
+            assert texts == [f"{owner} wrote this"], key
+
+
 def test_user_tokens_file_errors_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "tokens.json"
     path.write_text('{"alice": "short"}')

@@ -16,6 +16,7 @@ from convlog.domain.conversation import (
     Command,
     Conversation,
     RecordFact,
+    RequireUser,
     StartSession,
     conversation_id,
     decide,
@@ -191,3 +192,25 @@ def test_lone_surrogates_in_session_fields_are_rejected() -> None:
         decide(Conversation(key="k"), StartSession(metadata={"note": "\udcff"}), NOW)
     assert info.value.field == "metadata.note"
     assert "not valid UTF-8" in info.value.reason
+
+
+def test_the_owner_guard_passes_for_the_owner_and_records_nothing() -> None:
+    assert decide(started(), RequireUser(user="u1"), NOW) == []
+
+
+@pytest.mark.parametrize("state", [started(), Conversation(key="k")])
+def test_the_owner_guard_refuses_another_user_as_an_unknown_conversation(
+        state: Conversation) -> None:
+    with pytest.raises(UnknownConversation):
+        decide(state, RequireUser(user="u2"), NOW)
+
+
+def test_a_guarded_start_of_a_key_someone_else_started_writes_nothing() -> None:
+    """u2 checked that "k" did not exist, but u1 started it meanwhile: u2's start is a
+    no-op, and the guard after it refuses the whole batch."""
+    batch: list[Command] = [StartSession(user="u2"), RequireUser(user="u2"),
+                            AppendMessages(messages=[convlog.user("mine")])]
+    with pytest.raises(UnknownConversation):
+        decide_all(started(), batch, NOW)
+    events = decide_all(Conversation(key="k"), batch, NOW)
+    assert [type(e) for e in events] == [SessionStarted, MessageAppended]
