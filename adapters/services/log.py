@@ -31,15 +31,15 @@ from convlog.domain.conversation import (
 )
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
-from convlog.domain.messages import Message
 from convlog.domain.memory import InjectMemory, check_depth
+from convlog.domain.messages import Message
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.services.context import Context, ContextBuilder, Summarizer
-from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
 from convlog.services.handle import ConversationHandle
+from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
@@ -183,6 +183,8 @@ class ConversationLog:
         cid = conversation_id(key)
         commands = [msgspec.structs.replace(c, messages=[with_token_count(m) for m in c.messages])
                     if isinstance(c, AppendMessages) else c for c in commands]
+        commands = [msgspec.structs.replace(c, cooldown_turns=self.context_window_depth)
+                    if isinstance(c, InjectMemory) else c for c in commands]
         ids = [m.id for c in commands if isinstance(c, AppendMessages) for m in c.messages
                if isinstance(m, Message)]
 
