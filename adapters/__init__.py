@@ -53,6 +53,7 @@ from convlog.services.handle import ConversationHandle
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
+from convlog.services.resumption import ConversationPart, ResumptionContext
 from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
@@ -152,6 +153,7 @@ __all__ = [
     "Context",
     "ConversationHandle",
     "ConversationLog",
+    "ConversationPart",
     "ConvlogError",
     "CorruptEvent",
     "CostRow",
@@ -162,6 +164,7 @@ __all__ = [
     "Message",
     "ModelPrice",
     "ResumeOutcome",
+    "ResumptionContext",
     "SessionInfo",
     "StorageError",
     "SystemMessageRejected",

@@ -61,7 +61,7 @@ def xml_text(text: str) -> str:
     return escape(_NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
-def _time(moment: datetime) -> str:
+def time_text(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -72,10 +72,9 @@ def _omitted_note(window: Window) -> str | None:
     return f"{window.omitted} earlier message{s} of this conversation are not included."
 
 
-def render_xml(key: str, window: Window) -> str:
-    lines = [f"<conversation_history conversation={quoteattr(_NOT_XML.sub('?', key))} "
-             f"messages=\"{len(_dialogue(window))}\" omitted=\"{window.omitted}\">",
-             PREAMBLE]
+def xml_items(window: Window) -> list[str]:
+    """The window's note, summary, blocks and messages as XML lines (escaped)."""
+    lines = []
     note = _omitted_note(window)
     if note:
         lines.append(f"<note>{xml_text(note)}</note>")
@@ -85,11 +84,17 @@ def render_xml(key: str, window: Window) -> str:
     for m in window.messages:
         if m.is_block:
             lines.append(f"<memory_block memories={quoteattr(_ids(m))} "
-                         f"time={quoteattr(_time(m.at))}>{xml_text(m.text)}</memory_block>")
+                         f"time={quoteattr(time_text(m.at))}>{xml_text(m.text)}</memory_block>")
             continue
-        lines.append(f"<message role={quoteattr(m.role)} time={quoteattr(_time(m.at))}>"
+        lines.append(f"<message role={quoteattr(m.role)} time={quoteattr(time_text(m.at))}>"
                      f"{xml_text(m.text)}</message>")
-    lines.append("</conversation_history>")
+    return lines
+
+
+def render_xml(key: str, window: Window) -> str:
+    lines = [f"<conversation_history conversation={quoteattr(_NOT_XML.sub('?', key))} "
+             f"messages=\"{len(_dialogue(window))}\" omitted=\"{window.omitted}\">",
+             PREAMBLE, *xml_items(window), "</conversation_history>"]
     return "\n".join(lines)
 
 
@@ -105,15 +110,9 @@ def _quoted(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines() or [""])
 
 
-def render_markdown(key: str, window: Window) -> str:
-    span = ""
-    dialogue = _dialogue(window)
-    if dialogue:
-        span = f", {_time(dialogue[0].at)} to {_time(dialogue[-1].at)}"
-    safe_key = key.replace("`", "'")
-    lines = [MARKDOWN_HEADER, "",
-             f"Conversation `{safe_key}`: {len(dialogue)} message(s){span}. " + PREAMBLE,
-             ""]
+def markdown_items(window: Window) -> list[str]:
+    """The window's note, summary, blocks and messages as Markdown lines (quoted)."""
+    lines: list[str] = []
     note = _omitted_note(window)
     if note:
         lines += [f"_{note}_", ""]
@@ -123,10 +122,22 @@ def render_markdown(key: str, window: Window) -> str:
     for m in window.messages:
         if m.is_block:
             ids = _ids(m).replace("`", "'")
-            lines += [f"**memory block** ({_time(m.at)}; memories: `{ids}`):",
+            lines += [f"**memory block** ({time_text(m.at)}; memories: `{ids}`):",
                       _quoted(m.text), ""]
             continue
-        lines += [f"**{m.role}** ({_time(m.at)}):", _quoted(m.text), ""]
+        lines += [f"**{m.role}** ({time_text(m.at)}):", _quoted(m.text), ""]
+    return lines
+
+
+def render_markdown(key: str, window: Window) -> str:
+    span = ""
+    dialogue = _dialogue(window)
+    if dialogue:
+        span = f", {time_text(dialogue[0].at)} to {time_text(dialogue[-1].at)}"
+    safe_key = key.replace("`", "'")
+    lines = [MARKDOWN_HEADER, "",
+             f"Conversation `{safe_key}`: {len(dialogue)} message(s){span}. " + PREAMBLE,
+             "", *markdown_items(window)]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -22,6 +22,7 @@ from convlog.services.context import AsyncSummarizer, Context, Summarizer
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume_async
+from convlog.services.resumption import ResumptionContext
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
 
@@ -120,6 +121,9 @@ class AsyncConversationLog:
     async def sql(self, query: str, params: Sequence[object] = ()
                   ) -> tuple[list[str], list[Any]]:
         return await asyncio.to_thread(self.sync.sql, query, params)
+
+    async def resumption_context(self, **kwargs: Any) -> ResumptionContext:
+        return await asyncio.to_thread(self.sync.resumption_context, **kwargs)
 
     async def can_resume(self, key: str) -> bool:
         return await asyncio.to_thread(self.sync.can_resume, key)

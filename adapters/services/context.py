@@ -92,6 +92,11 @@ class ContextBuilder:
     def count(self, text: str) -> int:
         return count_tokens(text, self.model)[0]
 
+    @property
+    def counter(self) -> str:
+        """Which tokenizer counts the budget (``o200k_base``...)."""
+        return counter_label(self.model)
+
     def state(self, key: str) -> Conversation:
         state = self.store.load(conversation_id(key), key)
         if not state.started:

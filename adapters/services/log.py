@@ -41,6 +41,8 @@ from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
 from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
+from convlog.services.resumption import ResumptionContext
+from convlog.services.resumption import build as build_resumption
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
 from convlog.storage.urls import StorageConfig, parse_url
@@ -330,6 +332,20 @@ class ConversationLog:
         run = ResumeRun(self.builder(model), check_key(key),
                         budget or Budget(), format, frozenset(exclude))
         return resume(run, tiers, summarizer, summarizer_name)
+
+    def resumption_context(
+        self, *, user: str | None = None, workspace: str | None = None,
+        conversations: int = 3, budget: Budget | None = None, format: str = "xml",
+        model: str | None = None,
+    ) -> ResumptionContext:
+        """One context spanning the user's (and/or workspace's) most recent active
+        conversations, newest first, under ONE token budget (the newest conversation
+        claims it first): each with its title, dates, counts, tokens and cost, its
+        latest summary, then its newest messages. Formats: ``xml``, ``markdown``. The
+        metadata (counts, tokens, agents, costs) is the session catalog's."""
+        return build_resumption(self.builder(model), self.analytics, user=user,
+                                workspace=workspace, conversations=conversations,
+                                budget=budget or Budget(), fmt=format)
 
     # ------------------------------------------------------- catalog and costs
 
