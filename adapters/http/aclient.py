@@ -135,6 +135,22 @@ class AsyncRemoteConversation:
                       ) -> convlog.Context:
         return await self.client.send(wire.context(self.path, budget, format, exclude, model))
 
+    async def inject_memory(self, text: str, memory_ids: Sequence[str] = (), *,
+                      block_id: str | None = None, native_session_id: str | None = None
+                      ) -> convlog.MemoryBlock:
+        """A memory block before a turn, as the agent must get it (`MemoryCooling`
+        when a memory id is cooling down: nothing recorded)."""
+        return await self.client.send(wire.inject_memory(self.path, text, memory_ids, block_id,
+                                                  native_session_id))
+
+    async def memory_cooldown(self) -> dict[str, int]:
+        """{memory id: turns left} for the ids that must not be injected now."""
+        return (await self.client.send(wire.memory(self.path))).cooldown
+
+    async def live_memory(self, *, at: int | None = None) -> list[convlog.MemoryBlock]:
+        """The live memory blocks, oldest first (now, or at log version `at`)."""
+        return (await self.client.send(wire.memory(self.path, at))).live
+
     async def resume_attempt(self, strategy: str, native_session_id: str | None = None
                              ) -> convlog.AppendResult:
         return await self.client.send(wire.resume_attempt(self.path, strategy,

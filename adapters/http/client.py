@@ -145,6 +145,22 @@ class RemoteConversation:
                 exclude: Iterable[str] = (), model: str | None = None) -> convlog.Context:
         return self.client.send(wire.context(self.path, budget, format, exclude, model))
 
+    def inject_memory(self, text: str, memory_ids: Sequence[str] = (), *,
+                      block_id: str | None = None, native_session_id: str | None = None
+                      ) -> convlog.MemoryBlock:
+        """A memory block before a turn, as the agent must get it (`MemoryCooling`
+        when a memory id is cooling down: nothing recorded)."""
+        return self.client.send(wire.inject_memory(self.path, text, memory_ids, block_id,
+                                                  native_session_id))
+
+    def memory_cooldown(self) -> dict[str, int]:
+        """{memory id: turns left} for the ids that must not be injected now."""
+        return (self.client.send(wire.memory(self.path))).cooldown
+
+    def live_memory(self, *, at: int | None = None) -> list[convlog.MemoryBlock]:
+        """The live memory blocks, oldest first (now, or at log version `at`)."""
+        return (self.client.send(wire.memory(self.path, at))).live
+
     def resume_attempt(self, strategy: str, native_session_id: str | None = None
                        ) -> convlog.AppendResult:
         return self.client.send(wire.resume_attempt(self.path, strategy, native_session_id))
