@@ -154,7 +154,9 @@ def build(builder: ContextBuilder, analytics: Analytics, *, user: str | None,
             conversations <= 0:
         raise InvalidInput(f"must be a positive whole number, not {conversations!r}",
                            field="conversations")
-    rows = analytics.sessions(user=user, workspace=workspace, limit=conversations)
+    with analytics.views.connect():  # both catalog queries on one open of the views
+        rows = analytics.sessions(user=user, workspace=workspace, limit=conversations)
+        activity = analytics.agent_activity([r.key for r in rows])
     who = " / ".join(x for x in (user, workspace) if x is not None)
     span = Span(builder, form, who, budget)
     for row in rows:
@@ -162,7 +164,6 @@ def build(builder: ContextBuilder, analytics: Analytics, *, user: str | None,
             break
     text, tokens = span.text()
     windows = span.windows
-    activity = analytics.agent_activity([r.key for r in rows])
     costs = [r.cost_usd for r in rows if r.cost_usd is not None]
     out = []
     for i, row in enumerate(rows):
