@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import convlog
@@ -99,10 +100,10 @@ def main() -> None:
         for r in range(rounds):  # interleaved: the host's speed swings hit every size
             for size in (sizes if r % 2 == 0 else sizes[::-1]):
                 log = logs[size]
-                samples["blocks"][size] += timed(lambda log=log: log.context("conv-2"), batch)
-                samples["twin"][size] += timed(lambda log=log: log.context("twin"), batch)
+                samples["blocks"][size] += timed(partial(log.context, "conv-2"), batch)
+                samples["twin"][size] += timed(partial(log.context, "twin"), batch)
                 samples["user"][size] += timed(
-                    lambda log=log: log.resumption_context(user="u", conversations=3), batch)
+                    partial(log.resumption_context, user="u", conversations=3), batch)
         spans = {s: logs[s].resumption_context(user="u", conversations=3) for s in sizes}
         for log in logs.values():
             log.close()
