@@ -26,6 +26,8 @@ def populate(log: convlog.ConversationLog) -> None:
                 convlog.user(f"question {c}.{i} <b>&"),
                 convlog.assistant(f"answer {c}.{i}", model="gpt-4o",
                                   usage=convlog.Usage(input_tokens=100 + c, output_tokens=7))])
+        if c == 3:  # a live memory block: the views and the span take it in their stride
+            conv.inject_memory("the user deploys on Fridays", memory_ids=["m-friday"])
     log.get("u1:0").archive()
     log.conversation("u2:0", user="u2").append(convlog.user("not yours"))
 
@@ -38,6 +40,8 @@ def test_newest_first_archived_and_other_users_left_out(log: convlog.Conversatio
     root = ET.fromstring(span.text)
     assert [c.get("key") for c in root.findall("conversation")] == ["u1:3", "u1:2", "u1:1"]
     assert "not yours" not in span.text and "u1:0" not in span.text
+    [block] = root.findall("conversation/memory_block")
+    assert block.text == "[Context from memory]\nthe user deploys on Fridays"
     assert span.conversation_count == 3 and span.message_count == 72
     assert all(p.included == 24 and p.in_text for p in span.conversations)
     # workspace, alone or with the user
