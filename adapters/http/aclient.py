@@ -72,6 +72,15 @@ class AsyncClient:
                        ) -> list[convlog.CatalogRow]:
         return await self.send(wire.sessions(user, agent, include_archived, limit))
 
+    async def resumption_context(self, *, user: str | None = None,
+                           workspace: str | None = None, conversations: int = 3,
+                           budget: Budget | None = None, format: str = "xml",
+                           model: str | None = None) -> convlog.ResumptionContext:
+        """One budgeted context across a user's recent conversations (a user token:
+        its own), as `ConversationLog.resumption_context`."""
+        return await self.send(wire.user_context(user, workspace, conversations, budget, format,
+                                          model))
+
     async def costs(self, *, by: str = "model", since: date | datetime | None = None
                     ) -> list[convlog.CostRow]:
         return await self.send(wire.costs(by, since))

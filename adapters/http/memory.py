@@ -1,5 +1,5 @@
-"""Endpoints of a conversation's memory blocks: inject one, see the live ones and the
-cooldown.
+"""Endpoints of memory: a conversation's memory blocks (inject one, see the live ones
+and the cooldown), and the context across a user's recent conversations.
 
 An injection is decided inside the write, like every command (a memory id that is
 cooling down is refused with 422 naming `memory_ids`, and nothing is recorded), so
@@ -11,10 +11,14 @@ from __future__ import annotations
 import msgspec
 
 import convlog
+from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MemoryInjected
 from convlog.domain.memory import InjectMemory
+from convlog.http.conversations import CONTEXT_QUERY, budget_of
 from convlog.http.endpoint import Call, Endpoint, Param
+from convlog.http.problems import ProblemError
 from convlog.http.schema import MemoryIn, MemoryState
+from convlog.projections.resumption import SPAN_FORMATS
 from convlog.services.memory import as_block
 
 KEY = "/v1/conversations/{key}"
@@ -48,6 +52,35 @@ async def state(call: Call) -> MemoryState:
     return await call.run(_state, call.log, key, call.q_int("at"))
 
 
+async def user_context(call: Call) -> convlog.ResumptionContext:
+    user = call.q_str("user")
+    if not call.principal.admin:  # a user token reads its own conversations only
+        if user is not None and user != call.principal.user:
+            raise ProblemError(403, "forbidden", "a user token reads its own conversations "
+                               "only", field="user")
+        user = call.principal.user
+    try:
+        budget = budget_of(call)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.reason, field=(exc.field or "").removeprefix("budget.")
+                           ) from None
+    return await call.run(call.log.resumption_context, user=user,
+                          workspace=call.q_str("workspace"),
+                          conversations=call.q_int("conversations", 3) or 3, budget=budget,
+                          format=call.q_str("format", "xml", SPAN_FORMATS) or "xml",
+                          model=call.q_str("model"))
+
+
+_SPAN_QUERY = (
+    Param("user", {"type": "string"}, "the user (a user token: its own)"),
+    Param("workspace", {"type": "string"}, "the workspace (with user: both must match)"),
+    Param("conversations", {"type": "integer", "minimum": 1, "default": 3},
+          "the N most recently active conversations"),
+    *[p for p in CONTEXT_QUERY if p.name in ("tokens", "messages", "chars", "model")],
+    Param("format", {"type": "string", "enum": list(SPAN_FORMATS), "default": "xml"},
+          "xml or markdown"),
+)
+
 ENDPOINTS = [
     Endpoint("POST", KEY + "/memory", inject,
              "Inject a memory block before a turn; returns it as the agent must get it",
@@ -57,4 +90,8 @@ ENDPOINTS = [
              "cooling down", answer=MemoryState, tag="memory",
              query=(Param("at", {"type": "integer", "minimum": 1},
                           "the blocks live at this log version (a replay)"),)),
+    Endpoint("GET", "/v1/context", user_context,
+             "One budgeted context across a user's (or workspace's) recent conversations, "
+             "newest first, with the catalog's metadata", answer=convlog.ResumptionContext,
+             tag="memory", query=_SPAN_QUERY),
 ]

@@ -206,6 +206,16 @@ def memory(path: str, at: int | None = None) -> Req[MemoryState]:
                params={"at": at} if at is not None else None)
 
 
+def user_context(user: str | None, workspace: str | None, conversations: int,
+                 budget: Budget | None, format: str, model: str | None
+                 ) -> Req[convlog.ResumptionContext]:
+    params: dict[str, Any] = {**_budget(budget), "conversations": conversations,
+                              "format": format}
+    params.update((k, v) for k, v in (("user", user), ("workspace", workspace),
+                                      ("model", model)) if v is not None)
+    return Req("GET", "/v1/context", convlog.ResumptionContext, params=params)
+
+
 def resume_attempt(path: str, strategy: str, native_session_id: str | None
                    ) -> Req[convlog.AppendResult]:
     return Req("POST", path + "/resume/attempts", convlog.AppendResult,

@@ -12,6 +12,7 @@ import pytest
 
 import convlog
 from convlog.http.auth import Auth
+from convlog.http.client import RemoteError
 from tests.httpserver import ADMIN_TOKEN, ALICE_TOKEN, served
 
 PREFIX = "[Context from memory]"
@@ -76,3 +77,32 @@ def test_the_async_client(url: str) -> None:
 
     block, cooling = asyncio.run(run())
     assert block.text == f"{PREFIX}\nasync fact" and cooling == {"m1": 3}
+
+
+def test_the_user_context_over_http(url: str) -> None:
+    with convlog.Client(url, token=ADMIN_TOKEN) as admin:
+        for n in range(3):
+            admin.conversation(f"alice:{n}", user="alice", title=f"T{n}").append_turn(
+                [convlog.user(f"question {n}"), convlog.assistant(f"answer {n}")])
+        admin.conversation("bob:1", user="bob").append(convlog.user("bob's"))
+        span = admin.resumption_context(user="alice", conversations=2,
+                                        budget=convlog.Budget(tokens=1_000), format="markdown")
+        assert isinstance(span, convlog.ResumptionContext)
+        assert [c.key for c in span.conversations] == ["alice:2", "alice:1"]
+        assert span.tokens <= 1_000 and span.message_count == 4
+        with pytest.raises(convlog.InvalidInput) as caught:
+            admin.resumption_context()  # neither user nor workspace
+        assert caught.value.field == "user"
+    with convlog.Client(url, token=ALICE_TOKEN) as alice:
+        own = alice.resumption_context()  # a user token: its own conversations
+        assert [c.key for c in own.conversations] == ["alice:2", "alice:1", "alice:0"]
+        assert "bob's" not in own.text
+        with pytest.raises(RemoteError) as refused:
+            alice.resumption_context(user="bob")
+        assert refused.value.status == 403
+
+    async def run() -> convlog.ResumptionContext:
+        async with convlog.AsyncClient(url, token=ALICE_TOKEN) as client:
+            return await client.resumption_context(format="xml", conversations=1)
+
+    assert [c.key for c in asyncio.run(run()).conversations] == ["alice:2"]

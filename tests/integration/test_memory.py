@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -232,3 +233,35 @@ def test_blocks_from_json_lines_and_async(tmp_path: Path,
     blocks = asyncio.run(run())
     assert (blocks[0].block_id, blocks[0].text) == ("blk-1", f"{PREFIX}\nfrom a file")
     assert blocks[1].text == f"{PREFIX}\nasync fact"
+
+
+def test_two_writers_racing_on_one_memory_id_record_it_once(tmp_path: Path) -> None:
+    """Two logs (two caches, as two processes) inject the same memory id at once: the
+    cooldown is decided inside the write, so exactly one block is recorded."""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    logs = [convlog.open(url, preload_tokenizer=False) for _ in range(2)]
+    try:
+        logs[0].conversation("c")
+        for log in logs:
+            log.state("c")  # both caches hold the same version: the race is real
+        barrier = threading.Barrier(2)
+        outcomes: list[str] = []
+
+        def inject(log: convlog.ConversationLog) -> None:
+            barrier.wait()
+            try:
+                log.inject_memory("c", "shared fact", ["m-shared"])
+                outcomes.append("recorded")
+            except convlog.MemoryCooling:
+                outcomes.append("cooling")
+
+        threads = [threading.Thread(target=inject, args=(log,)) for log in logs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(outcomes) == ["cooling", "recorded"]
+        assert sum(isinstance(r.event, MemoryInjected) for r in logs[1].events("c")) == 1
+    finally:
+        for log in logs:
+            log.close()
