@@ -22,6 +22,9 @@ from convlog.domain.memory import InjectMemory
 from convlog.projections.memory import TailLiveness, live_blocks, memory_cooldown
 from convlog.services.context import tail
 from convlog.storage.application import ConversationStore
+from convlog.storage.mapper import all_topics
+
+BLOCK_TOPICS = all_topics(MemoryInjected)
 
 
 class MemoryBlock(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,7 +73,11 @@ def live_now(store: ConversationStore, state: Conversation, cap: int) -> list[Me
         raise UnknownConversation(state.key)
     if state.memory_blocks == 0:
         return []
-    liveness = TailLiveness(cap)
+    if cap > 0:  # the newest `cap` blocks of the epoch: read only block rows
+        rows = store.last_of(conversation_id(state.key), BLOCK_TOPICS, cap)
+        return [as_block(r.version, r.event) for r in reversed(rows)
+                if isinstance(r.event, MemoryInjected) and r.version > state.epoch_start_version]
+    liveness = TailLiveness(cap)  # ephemeral: the walk stops at the latest user message
     found: list[MemoryBlock] = []
     for r in tail(store, state, page=64):
         event = r.event

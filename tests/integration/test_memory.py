@@ -265,3 +265,24 @@ def test_two_writers_racing_on_one_memory_id_record_it_once(tmp_path: Path) -> N
     finally:
         for log in logs:
             log.close()
+
+
+@pytest.mark.parametrize("cap", [0, 1, 2, 3, 5])
+def test_the_live_blocks_now_agree_with_a_replay_at_the_end(tmp_path: Path, cap: int) -> None:
+    """`live_memory()` reads only block rows (or stops at the latest user message);
+    `live_memory(at=...)` replays the log: the same blocks, after clears and turns."""
+    with convlog.open(f"sqlite:///{tmp_path / 'c.db'}", max_injected_blocks_in_history=cap,
+                      preload_tokenizer=False) as log:
+        conv = log.conversation("c")
+        script = "bbubcbbuaubbbuab"
+        for i, step in enumerate(script):
+            if step == "b":
+                conv.inject_memory(f"fact {i}", [f"m{i}"])
+            elif step == "c":
+                conv.clear()
+            else:
+                conv.append((convlog.user if step == "u" else convlog.assistant)(f"t{i}"))
+            now = conv.live_memory()
+            assert now == conv.live_memory(at=conv.state.version), (script[:i + 1], cap)
+            assert len(now) <= cap or cap == 0
+            assert [b.text for b in now] == blocks_in(conv.context()), script[:i + 1]
