@@ -24,6 +24,7 @@ from convlog.domain.content import (
 from convlog.domain.events import (
     ConversationCleared,
     HistoryInjected,
+    MemoryInjected,
     MessageAppended,
     Recorded,
     ResumeAttempted,
@@ -31,6 +32,7 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SummaryRecorded,
 )
+from convlog.projections.memory import lifetimes
 
 # How the timeline colours an event: the resume story stands out from the chatter.
 EVENT_CLASS = {
@@ -155,9 +157,17 @@ def log_views(log: convlog.ConversationLog, key: str,
     user = [{"v": r.version, "kind": "message"} for r in recorded
             if isinstance(r.event, MessageAppended)]
     agent: list[dict[str, Any]] = []
+    # Memory blocks: each shown where it entered, saying until when it was live
+    # (the log's cap; eviction is a projection, convlog.projections.memory).
+    ends = lifetimes(recorded, log.max_injected_blocks_in_history)
     for r in recorded:
         if isinstance(r.event, MessageAppended):
             agent.append({"v": r.version, "kind": "message"})
+        elif isinstance(r.event, MemoryInjected):
+            end = ends.get(r.version)
+            agent.append({"v": r.version, "kind": "memory", "text": r.event.text,
+                          "note": f"memories {', '.join(r.event.memory_ids) or '-'}; "
+                                  + ("live" if end is None else f"evicted at #{end}")})
         else:
             entry = agent_entry(r.version, r.event)
             if entry is not None:
