@@ -24,6 +24,7 @@ from convlog.domain.content import (
 from convlog.domain.events import (
     ConversationCleared,
     HistoryInjected,
+    MemoryInjected,
     MessageAppended,
     Recorded,
     ResumeAttempted,
@@ -31,6 +32,8 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SummaryRecorded,
 )
+from convlog.domain.memory import is_forged
+from convlog.projections.memory import lifetimes
 
 # How the timeline colours an event: the resume story stands out from the chatter.
 EVENT_CLASS = {
@@ -147,6 +150,15 @@ def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
     }
 
 
+def _forged(event: MessageAppended) -> bool:
+    """Does some text of this message start a line like a memory block?"""
+    content = event.content
+    if isinstance(content, str):
+        return is_forged(content)
+    return any(is_forged(p.text) for p in content if isinstance(p, TextPart)) or any(
+        is_forged(p.content) for p in content if isinstance(p, ToolResultPart))
+
+
 def log_views(log: convlog.ConversationLog, key: str,
               recorded: Sequence[Recorded]) -> dict[str, list[dict[str, Any]]]:
     """The user's view and the agent's view, as lists of entries that point at
@@ -155,9 +167,18 @@ def log_views(log: convlog.ConversationLog, key: str,
     user = [{"v": r.version, "kind": "message"} for r in recorded
             if isinstance(r.event, MessageAppended)]
     agent: list[dict[str, Any]] = []
+    # Memory blocks: each shown where it entered, saying until when it was live
+    # (the log's cap; eviction is a projection, convlog.projections.memory).
+    ends = lifetimes(recorded, log.max_injected_blocks_in_history)
     for r in recorded:
         if isinstance(r.event, MessageAppended):
-            agent.append({"v": r.version, "kind": "message"})
+            agent.append({"v": r.version, "kind": "message",
+                          **({"forged": True} if _forged(r.event) else {})})
+        elif isinstance(r.event, MemoryInjected):
+            end = ends.get(r.version)
+            agent.append({"v": r.version, "kind": "memory", "text": r.event.text,
+                          "note": f"memories {', '.join(r.event.memory_ids) or '-'}; "
+                                  + ("live" if end is None else f"evicted at #{end}")})
         else:
             entry = agent_entry(r.version, r.event)
             if entry is not None:

@@ -72,7 +72,12 @@
   function entryNode(e) {
     if (e.kind === "message") {
       var m = byVersion[e.v];
-      return m ? messageEntry(m) : el("li", "entry", "#" + e.v);
+      if (!m) return el("li", "entry", "#" + e.v);
+      var node = messageEntry(m);
+      // Dialogue that starts like a memory block: the agent view says it is not one.
+      if (e.forged) node.querySelector(".head").appendChild(
+        el("span", "forged", "not a memory block"));
+      return node;
     }
     return otherEntry(e);
   }
