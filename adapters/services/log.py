@@ -29,7 +29,8 @@ from convlog.domain.conversation import (
     check_key,
     conversation_id,
 )
-from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.crypto.keys import load_key
+from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
@@ -37,6 +38,9 @@ from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
+from convlog.services import privacy
+from convlog.services.privacy import ForgetResult
+from convlog.services.redacting import Redactor, redact_message
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
@@ -68,6 +72,8 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     message_count: int
     version: int
     native_session_id: str | None
+    forgotten: bool = False
+    """Its user was forgotten: the content is erased, the figures remain."""
 
 
 def session_info(state: Conversation) -> SessionInfo:
@@ -76,7 +82,7 @@ def session_info(state: Conversation) -> SessionInfo:
         title=state.title, workspace=state.workspace, status=state.status,
         created_at=state.created_at, last_active_at=state.last_active_at,
         message_count=state.message_count, version=state.version,
-        native_session_id=state.native_session_id,
+        native_session_id=state.native_session_id, forgotten=state.forgotten,
     )
 
 
@@ -85,16 +91,22 @@ class ConversationLog:
 
     def __init__(self, url: str | None = None, *, create: bool = True,
                  prices: dict[str, ModelPrice] | None = None,
-                 views: str | Path | None = None, preload_tokenizer: bool = True):
+                 views: str | Path | None = None, preload_tokenizer: bool = True,
+                 redact: Redactor | None = None):
         self.config: StorageConfig = parse_url(url)
+        self._redact = redact
         self._prices = prices
         self._views_path = Path(views) if views is not None else None
         self._analytics: Analytics | None = None
         if not create:
             self.config.check_exists()
         self.config.check_reachable()
+        master = load_key()  # CONVLOG_KEY / CONVLOG_KEY_FILE: a bad key fails here
         try:
-            self._store = ConversationStore(env=self.config.env())
+            self._store = ConversationStore(env=self.config.env(), master_key=master,
+                                            where=self.config.display)
+        except ConvlogError:
+            raise  # key errors say what to do; wrapped, they would say less
         except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in
             raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None  # several types
         self._lock = threading.RLock()
@@ -113,6 +125,11 @@ class ConversationLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def write_lock(self) -> threading.RLock:
+        """Held by every write of this process (maintenance takes it too)."""
+        return self._lock
 
     @property
     def store(self) -> ConversationStore:
@@ -172,6 +189,12 @@ class ConversationLog:
     ) -> AppendResult:
         """Decide and record a batch of commands atomically (all or nothing)."""
         cid = conversation_id(key)
+        redact = self._redact
+        if redact is not None:  # before anything else sees the text (token counts too)
+            commands = [msgspec.structs.replace(c, messages=[
+                redact_message(redact, m) if isinstance(m, Message) else m
+                for m in c.messages])
+                if isinstance(c, AppendMessages) else c for c in commands]
         commands = [msgspec.structs.replace(c, messages=[with_token_count(m) for m in c.messages])
                     if isinstance(c, AppendMessages) else c for c in commands]
         ids = [m.id for c in commands if isinstance(c, AppendMessages) for m in c.messages
@@ -192,6 +215,12 @@ class ConversationLog:
         new = set(appended)
         return AppendResult(version=state.version, appended=appended,
                             skipped=[i for i in ids if i not in new], events=len(saved))
+
+    def forget(self, *, user: str, requested_by: str | None = None) -> ForgetResult:
+        """Erase `user` (GDPR): their data key is destroyed, so no content of their
+        conversations can be read again; `user_forgotten` is recorded in each (who and
+        when, not what). Counts, tokens and costs stay. Needs an encrypted store."""
+        return privacy.forget(self, user, requested_by)
 
     def record_injection(self, key: str, context: Context,
                          native_session_id: str | None = None) -> bool:
