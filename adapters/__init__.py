@@ -13,6 +13,7 @@ This module is the public facade; the code behind it lives in rooms by role:
     storage/      eventsourcing application, msgspec mapper, sqlite / postgres / memory
     views/        DuckDB read models, analytics, telemetry, chart
     accounting/   token counting and prices
+    crypto/       encryption at rest: keys, AES-GCM formats, per-user key ring, redaction
     cli/          the `convlog` command and the demo
 
 Everything a host needs is imported from here; the rooms' module paths are not a
@@ -29,6 +30,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convlog.accounting.prices import ModelPrice
+from convlog.crypto.errors import (
+    BadKey,
+    EncryptionKeyError,
+    MissingKey,
+    NotEncrypted,
+    UnknownDataKey,
+    WrongKey,
+)
+from convlog.crypto.keys import generate_key
+from convlog.crypto.redaction import redact_secrets
 from convlog.domain.content import (
     ImagePart,
     TextPart,
@@ -39,6 +50,7 @@ from convlog.domain.content import (
     Usage,
 )
 from convlog.domain.errors import (
+    ConversationForgotten,
     ConvlogError,
     InvalidInput,
     SystemMessageRejected,
@@ -50,6 +62,8 @@ from convlog.services.builders import assistant, tool, user
 from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
+from convlog.services.privacy import ForgetResult
+from convlog.services.redacting import Redactor
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
 from convlog.views.analytics import CatalogRow, CostRow
@@ -97,6 +111,7 @@ def open(
     prices: dict[str, ModelPrice] | None = None,
     views: str | None = None,
     preload_tokenizer: bool = True,
+    redact: Redactor | None = None,
 ) -> ConversationLog:
     """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``;
     default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``. With ``create=False`` a
@@ -106,9 +121,14 @@ def open(
     `preload_tokenizer`: a writable log loads the token counter in a background thread
     (~0.3 s, ~45 MiB) so that the first append does not wait for it; a host that gives
     every message's `tokens` itself and builds no context can pass False, and then
-    never loads it."""
+    never loads it. `redact`: a ``str -> str`` function applied to message text, tool
+    arguments and tool results before anything is stored (`convlog.redact_secrets`
+    is the built-in scrubber); off by default.
+
+    Encryption at rest: with ``CONVLOG_KEY`` or ``CONVLOG_KEY_FILE`` set, a new store
+    is encrypted; an encrypted store needs its key (see the README)."""
     return ConversationLog(url, create=create, prices=prices, views=views,
-                           preload_tokenizer=preload_tokenizer)
+                           preload_tokenizer=preload_tokenizer, redact=redact)
 
 
 async def open_async(
@@ -118,13 +138,14 @@ async def open_async(
     prices: dict[str, ModelPrice] | None = None,
     views: str | None = None,
     preload_tokenizer: bool = True,
+    redact: Redactor | None = None,
 ) -> AsyncConversationLog:
     """`open()` for asyncio hosts (same arguments): every method is a coroutine run off
     the event loop."""
     from convlog.services.aio import AsyncConversationLog
 
     return await AsyncConversationLog.open(url, create=create, prices=prices, views=views,
-                                           preload_tokenizer=preload_tokenizer)
+                                           preload_tokenizer=preload_tokenizer, redact=redact)
 
 
 __all__ = [
@@ -133,20 +154,27 @@ __all__ = [
     "AsyncConversationHandle",
     "AsyncConversationLog",
     "Attempt",
+    "BadKey",
     "Budget",
     "CatalogRow",
     "Client",
     "ConcurrencyError",
     "Context",
+    "ConversationForgotten",
     "ConversationHandle",
     "ConversationLog",
     "ConvlogError",
     "CorruptEvent",
     "CostRow",
+    "EncryptionKeyError",
+    "ForgetResult",
     "ImagePart",
     "InvalidInput",
     "Message",
+    "MissingKey",
     "ModelPrice",
+    "NotEncrypted",
+    "Redactor",
     "ResumeOutcome",
     "SessionInfo",
     "StorageError",
@@ -161,12 +189,16 @@ __all__ = [
     "ToolResultPart",
     "ToolUsePart",
     "UnknownConversation",
+    "UnknownDataKey",
     "UnsupportedURL",
     "Usage",
+    "WrongKey",
     "__version__",
     "assistant",
+    "generate_key",
     "open",
     "open_async",
+    "redact_secrets",
     "tool",
     "user",
 ]

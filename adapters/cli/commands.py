@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from convlog.cli.acp import cmd_acp
+from convlog.cli.keys import cmd_forget
 from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.cli.serve import cmd_serve
@@ -258,4 +259,5 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "html": cmd_html,
     "report": cmd_report,
     "serve": cmd_serve,
+    "forget": cmd_forget,
 }

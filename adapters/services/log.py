@@ -17,6 +17,7 @@ import msgspec
 
 from convlog.accounting.prices import ModelPrice, PriceTable
 from convlog.accounting.tokens import warm_up_in_background, with_token_count
+from convlog.crypto.keys import load_key
 from convlog.domain.conversation import (
     AppendMessages,
     Archive,
@@ -29,16 +30,15 @@ from convlog.domain.conversation import (
     check_key,
     conversation_id,
 )
-from convlog.crypto.keys import load_key
 from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
+from convlog.services import privacy
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
-from convlog.services import privacy
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor, redact_message
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
@@ -92,7 +92,7 @@ class ConversationLog:
     def __init__(self, url: str | None = None, *, create: bool = True,
                  prices: dict[str, ModelPrice] | None = None,
                  views: str | Path | None = None, preload_tokenizer: bool = True,
-                 redact: Redactor | None = None):
+                 redact: Redactor | None = None, master_key: bytes | None | str = "env"):
         self.config: StorageConfig = parse_url(url)
         self._redact = redact
         self._prices = prices
@@ -101,7 +101,10 @@ class ConversationLog:
         if not create:
             self.config.check_exists()
         self.config.check_reachable()
-        master = load_key()  # CONVLOG_KEY / CONVLOG_KEY_FILE: a bad key fails here
+        # CONVLOG_KEY / CONVLOG_KEY_FILE unless given (maintenance opens stores without
+        # a key, or with a new one); a bad key fails here, before anything is opened
+        master = load_key() if master_key == "env" else master_key
+        assert master is None or isinstance(master, bytes)
         try:
             self._store = ConversationStore(env=self.config.env(), master_key=master,
                                             where=self.config.display)

@@ -26,7 +26,8 @@ from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 from convlog.domain.conversation import Conversation
 from convlog.domain.events import EVENT_TYPES, Event
 from convlog.storage.errors import CorruptEvent
-from convlog.storage.sealed import SNAPSHOT_TOPIC, Sealer, SealError, sealed_at
+from convlog.storage.sealed import SNAPSHOT_TOPIC as SNAPSHOT_TOPIC
+from convlog.storage.sealed import Sealer, SealError, sealed_at
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,6 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
 from eventsourcing.persistence import ApplicationRecorder, IntegrityError, StoredEvent
 from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
 
@@ -55,10 +54,6 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
                     break
         return found
 
-
-class Factory(POPOFactory):
-    def application_recorder(self) -> ApplicationRecorder:
-        return POPOConvlogRecorder()
 
     # ------------------------------------------------- key table (see sqlite_keys)
 
@@ -112,3 +107,8 @@ class Factory(POPOFactory):
 
     def erase(self, vacuum: bool = False) -> None:
         """Nothing outlives the process: nothing to erase."""
+
+
+class Factory(POPOFactory):
+    def application_recorder(self) -> ApplicationRecorder:
+        return POPOConvlogRecorder()
