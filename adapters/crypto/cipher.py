@@ -35,15 +35,34 @@ class Unauthentic(Exception):
     """Decryption failed: wrong key, or the bytes or their place were changed."""
 
 
-def payload_aad(stream: UUID, version: int, topic: str, public: bytes) -> bytes:
-    return b"".join((b"convlog/payload/1\x00", stream.bytes, version.to_bytes(8, "big"),
-                     topic.encode(), b"\x00", public))
+_AAD_PREFIX = b"convlog/payload/1\x00"
+
+
+def payload_aad(stream: UUID, version: int, topic: str, public: bytes | memoryview) -> bytes:
+    """The associated data of a payload: its place, its event name, its public JSON
+    (as stored: everything before the sealed field)."""
+    return b"".join((_AAD_PREFIX, stream.bytes, version.to_bytes(8, "big"), topic.encode(),
+                     b"\x00", public))
 
 
 def seal(aead: AESGCM, key_id: bytes, plaintext: bytes, aad: bytes) -> bytes:
+    """The payload of `plaintext`; `aad` is authenticated after the header."""
     nonce = os.urandom(NONCE_BYTES)
     header = bytes((FORMAT,)) + key_id + nonce
     return header + aead.encrypt(nonce, plaintext, header + aad)
+
+
+def open_payload(aead: AESGCM, blob: bytes, stream: UUID, version: int, topic: str,
+                 public: memoryview) -> bytes:
+    """`unseal(aead, blob, payload_aad(...))` in one step: the read path of every
+    encrypted event, so it builds the associated data once, header included."""
+    try:
+        return aead.decrypt(blob[1 + KEY_ID_BYTES:HEADER_BYTES], blob[HEADER_BYTES:], b"".join((
+            blob[:HEADER_BYTES], _AAD_PREFIX, stream.bytes, version.to_bytes(8, "big"),
+            topic.encode(), b"\x00", public)))
+    except InvalidTag:
+        raise Unauthentic("authentication failed: the payload was altered, or moved from "
+                          "another position, stream or store") from None
 
 
 def key_id_of(blob: bytes) -> bytes:

@@ -84,6 +84,12 @@ class Keyring:
         self._by_id: dict[bytes, AESGCM | None] = {}
 
     @property
+    def known(self) -> dict[bytes, AESGCM | None]:
+        """This process's cache, key id -> cipher (None: destroyed). Readers look here
+        first and call `cipher_of` on a miss; `forget` marks keys None in place."""
+        return self._by_id
+
+    @property
     def enabled(self) -> bool:
         return self.store_id is not None
 

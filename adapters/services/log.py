@@ -92,7 +92,7 @@ class ConversationLog:
     def __init__(self, url: str | None = None, *, create: bool = True,
                  prices: dict[str, ModelPrice] | None = None,
                  views: str | Path | None = None, preload_tokenizer: bool = True,
-                 redact: Redactor | None = None, master_key: bytes | None | str = "env"):
+                 redact: Redactor | None = None, master_key: bytes | str | None = "env"):
         self.config: StorageConfig = parse_url(url)
         self._redact = redact
         self._prices = prices

@@ -23,6 +23,7 @@ from uuid import UUID
 import msgspec
 from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 
+from convlog.crypto.errors import UnknownDataKey
 from convlog.domain.conversation import Conversation
 from convlog.domain.events import EVENT_TYPES, Event
 from convlog.storage.errors import CorruptEvent
@@ -116,9 +117,10 @@ class MsgspecMapper(Mapper[UUID]):
     def decode_row(self, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
         """`decode` for a row read as plain values: no StoredEvent is built unless the
         row needs more than one typed decode (reads of a page of messages)."""
-        at = sealed_at(state)
-        if at >= 0:
-            state = self._open_sealed(originator_id, version, topic, state, at)
+        if self.sealer is not None:  # only an encrypted store has sealed rows
+            at = sealed_at(state)
+            if at >= 0:
+                state = self._open_sealed(originator_id, version, topic, state, at)
         current = self._current.get(topic)
         if current is not None:  # the common case: a current version, one typed decode
             try:
@@ -131,17 +133,18 @@ class MsgspecMapper(Mapper[UUID]):
 
     def _open_sealed(self, originator_id: Any, version: int, topic: str, state: bytes,
                      at: int) -> bytes:
-        if self.sealer is None:
-            raise CorruptEvent(originator_id, version, topic,
-                               "the event is encrypted but this store has no key table")
+        assert self.sealer is not None
         stream = originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))
         try:
             return self.sealer.open(stream, version, topic, state, at)
-        except SealError as exc:
+        except (SealError, UnknownDataKey) as exc:
             raise CorruptEvent(originator_id, version, topic, str(exc)) from None
 
     def _decode_slowly(self, stored: StoredEvent) -> Any:
         """An older version (upcast), a snapshot, or bytes that failed the typed decode."""
+        if self.sealer is None and sealed_at(stored.state) >= 0:
+            raise CorruptEvent(stored.originator_id, stored.originator_version, stored.topic,
+                               "the event is encrypted but this store has no key table")
         try:
             if stored.topic == SNAPSHOT_TOPIC:
                 return self._decoders[Conversation].decode(stored.state)

@@ -56,7 +56,7 @@ def files_under(root: Path) -> list[Path]:
 
 def found_in_files(root: Path, needles: list[bytes]) -> list[str]:
     """Which needles occur in which file (every byte of every file under `root`)."""
-    hits = []
+    hits: list[str] = []
     for path in files_under(root):
         data = path.read_bytes()
         hits.extend(f"{path.name}: {n!r}" for n in needles if n in data)

@@ -4,7 +4,6 @@ host and an attacker with the database's rows (not the key) can see."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,8 +25,8 @@ def _url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    yield _url(request.param, tmp_path, request)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return _url(request.param, tmp_path, request)
 
 
 def _open(url: str, tmp_path: Path) -> convlog.ConversationLog:

@@ -130,7 +130,7 @@ def test_rows_cannot_be_swapped_moved_or_altered(tmp_path: Path,
     db = tmp_path / "c.db"
     _swap(db, (k, 2), (k, 4))  # two messages of one stream, same user, same key
     with convlog.open(_url(tmp_path), preload_tokenizer=False) as log, pytest.raises(
-            convlog.CorruptEvent, match="position 2 .* moved from another position"):
+            convlog.CorruptEvent, match=r"position 2 .* moved from another position"):
         log.messages("k")
     _swap(db, (k, 2), (k, 4))
     _swap(db, (k, 2), (k2, 2))  # the same position of another stream

@@ -91,7 +91,7 @@ def test_secrets_inside_json_arguments_leave_valid_json() -> None:
     message = convlog.assistant([convlog.ToolUsePart(id="t", name="http", arguments=args)],
                                 tool_calls=[convlog.ToolCall(id="c", name="x", arguments=args)])
     out = redact_message(convlog.redact_secrets, message)
-    for arguments in (out.content[0].arguments, out.tool_calls[0].arguments):  # type: ignore[union-attr,index]
+    for arguments in (out.content[0].arguments, out.tool_calls[0].arguments):  # type: ignore[union-attr]
         parsed = json.loads(arguments)
         assert parsed["key"] == "[REDACTED:openai-key]"
         assert parsed["pem"] == "[REDACTED:private-key]"
