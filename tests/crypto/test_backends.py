@@ -119,3 +119,31 @@ def test_forget_needs_an_encrypted_store(tmp_path: Path,
             log.forget(user="alice")
         with pytest.raises(convlog.InvalidInput):
             log.forget(user="")
+
+
+def test_keys_enable_encrypts_what_was_written_before(
+        url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONVLOG_KEY", raising=False)
+    monkeypatch.delenv("CONVLOG_KEY_FILE", raising=False)
+    log = _open(url, tmp_path)
+    try:
+        record_with_canaries(log, "a", "alice")
+        assert canaries("alice")["text"].encode() in _stored_bytes(log, ["a"])
+        master = bytes.fromhex(convlog.generate_key())
+        reported: list[tuple[str, int]] = []
+        assert privacy.enable(log, master, lambda k, n: reported.append((k, n))) > 0
+        assert reported and reported[0][0] == "a"
+        assert privacy.enable(log, master) == 0  # a second run finds nothing left to do
+        raw = _stored_bytes(log, ["a"])
+        for value in canaries("alice").values():
+            assert value.encode() not in raw
+        log.conversation("a", user="alice").append(convlog.user("sealed from the start"))
+        if not url.startswith("memory"):
+            log.close()
+            use_key(monkeypatch, master.hex())
+            log = _open(url, tmp_path)
+        assert log.messages("a")[0].content == canaries("alice")["text"]
+        assert log.messages("a")[-1].content == "sealed from the start"
+        assert log.info("a").title == canaries("alice")["title"]
+    finally:
+        log.close()

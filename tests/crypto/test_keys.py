@@ -173,3 +173,24 @@ def test_rotation_rewraps_keys_and_the_old_key_opens_nothing(
         assert log.messages("k")[0].content == "secret one"
         assert log.messages("b")[0].content == "bob's"
     assert old != new
+
+
+def test_forget_and_keys_from_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "convlog.cli.main", "--db",
+                               _url(tmp_path), *args], capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.decode()
+
+    assert len(cli("keys", "generate").strip()) == 64
+    use_key(monkeypatch)
+    _write(tmp_path)
+    assert "encrypted (store" in cli("keys", "status")
+    assert "1 conversation(s) marked forgotten, 1 data key(s) destroyed" in cli(
+        "forget", "--user", "alice", "--requested-by", "dpo")
+    shown = cli("show", "k")
+    assert "FORGOTTEN" in shown and "[forgotten]" in shown and "secret" not in shown
+    replay = cli("replay", "k")
+    assert "user_forgotten" in replay and "requested_by=dpo" in replay
+    assert "[forgotten]" in cli("sessions")
+    assert '"destroyed_keys":1' in cli("keys", "status", "--json")
