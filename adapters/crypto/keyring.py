@@ -8,7 +8,10 @@ each data key only wrapped by the master key. So:
   stay in the append-only log but nobody can open them again, master key or not;
 * rotating the master key re-wraps the few data keys, never the events;
 * a wrong master key is recognised at open, from the store's check value, before
-  anything is written.
+  anything is written;
+* other processes' forgets and rotations reach this one within `REFRESH_SECONDS`:
+  a destroyed key stops opening anything here too, and after a rotation elsewhere
+  this process makes no new data key under its old master key (it would strand it).
 
 The SQL lives with each storage backend (`KeyTable`); a process caches unwrapped
 keys, and asks the table again on a miss (another process may have made a key).
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -29,6 +33,8 @@ from convlog.crypto import cipher
 from convlog.crypto.errors import MissingKey, NotEncrypted, UnknownDataKey, WrongKey
 from convlog.crypto.keys import ENV_KEY, ENV_KEY_FILE
 
+REFRESH_SECONDS = 1.0
+"""How often a process re-reads the (small) key table while it is in use."""
 ANONYMOUS = ""
 """The user name of the store key: conversations recorded without a user."""
 
@@ -75,13 +81,18 @@ def now_text() -> str:
 class Keyring:
     """The master key and the data keys it opens, for one store."""
 
-    def __init__(self, table: KeyTable, master: bytes | None, store_id: str | None) -> None:
+    def __init__(self, table: KeyTable, master: bytes | None, store_id: str | None,
+                 where: str = "the store", check: bytes | None = None) -> None:
         self.table = table
         self._master = master
         self.store_id = store_id
+        self.where = where
         self._lock = threading.Lock()
         self._by_user: dict[str, tuple[bytes, AESGCM]] = {}
         self._by_id: dict[bytes, AESGCM | None] = {}
+        self._check_seen = check
+        self._rotated_elsewhere = False
+        self._fresh_until = time.monotonic() + REFRESH_SECONDS
 
     @property
     def known(self) -> dict[bytes, AESGCM | None]:
@@ -115,7 +126,7 @@ class Keyring:
             raise MissingKey(f"{where} is encrypted: set {ENV_KEY} or {ENV_KEY_FILE} to its "
                              "master key (`convlog keys status` tells which store it is)")
         _require_opens(master, check, where)
-        return cls(table, master, check.key_id)
+        return cls(table, master, check.key_id, where, check.wrapped)
 
     @classmethod
     def enable(cls, table: KeyTable, master: bytes, where: str) -> Keyring:
@@ -126,19 +137,22 @@ class Keyring:
         check = _check_row(table.key_rows())
         assert check is not None
         _require_opens(master, check, where)  # another process may have enabled it first
-        return cls(table, master, check.key_id)
+        return cls(table, master, check.key_id, where, check.wrapped)
 
     # -------------------------------------------------------------- data keys
 
     def key_for(self, user: str | None) -> tuple[bytes, AESGCM]:
         """The live data key of `user` (made on first use): (key id, cipher)."""
         name = user or ANONYMOUS
+        self.refresh()
         found = self._by_user.get(name)
         if found is not None:
             return found
         with self._lock:
             for _ in range(3):
-                live = [r for r in self.table.key_rows()
+                rows = self.table.key_rows()
+                self._sync(rows)
+                live = [r for r in rows
                         if r.kind == "data" and r.user == name and r.wrapped is not None]
                 if live:
                     found = (bytes.fromhex(live[0].key_id), self._unwrap(live[0]))
@@ -150,10 +164,36 @@ class Keyring:
 
     def _new_key(self, user: str) -> None:
         assert self._master is not None and self.store_id is not None
+        if self._rotated_elsewhere:
+            raise WrongKey(f"the master key of {self.where} was rotated by another process: "
+                           "restart with the new key (nothing was written)")
         key_id = os.urandom(cipher.KEY_ID_BYTES).hex()
         wrapped = cipher.wrap(self._master, AESGCM.generate_key(256), store_id=self.store_id,
                               key_id=key_id, user=user)
         self.table.add_key(KeyRow(key_id, "data", user, wrapped, now_text()))
+
+    def refresh(self, force: bool = False) -> None:
+        """Take in other processes' forgets and rotations, at most once per
+        `REFRESH_SECONDS` (a clock read otherwise: this runs on every event read)."""
+        if not force and time.monotonic() < self._fresh_until:
+            return
+        with self._lock:
+            self._sync(self.table.key_rows())
+
+    def _sync(self, rows: list[KeyRow]) -> None:
+        """Forget destroyed keys; notice a rotation made elsewhere (under the lock)."""
+        self._fresh_until = time.monotonic() + REFRESH_SECONDS
+        check = _check_row(rows)
+        if check is not None and check.wrapped != self._check_seen:
+            self._check_seen = check.wrapped
+            self._rotated_elsewhere = not (self._master and check.wrapped and cipher.opens(
+                self._master, check.key_id, check.wrapped))
+        dead = {bytes.fromhex(r.key_id) for r in rows if r.kind == "data" and r.wrapped is None}
+        for key_id in dead:
+            self._by_id[key_id] = None
+        for name, (key_id, _) in list(self._by_user.items()):
+            if key_id in dead:
+                del self._by_user[name]
 
     def cipher_of(self, key_id: bytes) -> AESGCM | None:
         """The cipher of data key `key_id`; None when it was destroyed (forgotten)."""
@@ -206,6 +246,7 @@ class Keyring:
                                                         key_id=row.key_id, user=row.user)))
             self.table.replace_wrapped(out)
             self._master = new_master
+            self._check_seen = out[0][1]
             return len(out) - 1
 
     def status(self) -> dict[str, int]:

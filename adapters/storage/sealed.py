@@ -112,6 +112,7 @@ class Sealer:
             except cipher.Unauthentic as exc:
                 raise SealError(str(exc)) from None
         key_id = blob[1:_KEY_END]
+        self.keyring.refresh()  # another process may have forgotten this key's user
         aead = self._ciphers.get(key_id)
         if aead is None:
             aead = self.keyring.cipher_of(key_id)

@@ -194,3 +194,30 @@ def test_forget_and_keys_from_the_cli(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "user_forgotten" in replay and "requested_by=dpo" in replay
     assert "[forgotten]" in cli("sessions")
     assert '"destroyed_keys":1' in cli("keys", "status", "--json")
+
+
+def test_a_forget_or_rotation_in_another_process_reaches_this_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two logs on one file stand for two processes (each has its own key ring)."""
+    from convlog.crypto import keyring
+
+    monkeypatch.setattr(keyring, "REFRESH_SECONDS", 0.0)
+    use_key(monkeypatch)
+    with convlog.open(_url(tmp_path), preload_tokenizer=False) as host, convlog.open(
+            _url(tmp_path), preload_tokenizer=False) as admin:
+        host.conversation("a", user="alice").append(convlog.user("before"))
+        assert host.messages("a")[0].content == "before"  # the host has alice's key cached
+        admin.forget(user="alice")
+        assert host.messages("a")[0].content == "[forgotten]"
+        with pytest.raises(convlog.ConversationForgotten):
+            host.append("a", convlog.user("more"))
+        host.conversation("a2", user="alice").append(convlog.user("a new key"))
+        assert admin.messages("a2")[0].content == "a new key"  # not the destroyed one
+
+        from convlog.services import privacy
+
+        privacy.rotate(admin, bytes.fromhex(generate_key()))
+        host.append("a2", convlog.user("existing keys keep working"))
+        with pytest.raises(convlog.WrongKey, match="rotated by another process"):
+            host.conversation("b", user="bob").append(convlog.user("needs a new key"))
+        assert admin.messages("a2")[-1].content == "existing keys keep working"
