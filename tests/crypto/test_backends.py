@@ -147,3 +147,19 @@ def test_keys_enable_encrypts_what_was_written_before(
         assert log.info("a").title == canaries("alice")["title"]
     finally:
         log.close()
+
+
+def test_forget_from_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    use_key(monkeypatch)
+
+    async def main() -> None:
+        async with await convlog.open_async("memory://", preload_tokenizer=False) as log:
+            conv = await log.conversation("a", user="alice")
+            await conv.append(convlog.user("hello"))
+            result = await log.forget(user="alice")
+            assert result.conversations == ["a"]
+            assert [m.content for m in await log.messages("a")] == ["[forgotten]"]
+
+    asyncio.run(main())
