@@ -13,7 +13,9 @@ same run, one operation on each in turn (so a busy neighbour slows both alike):
 - context of short messages, the worst case: `Budget(tokens=10_000, messages=200)`
   over 400 messages of ~120 tokens: ~85 messages fill the budget, and the builder
   reads pages of `messages + 16` = 216 events, each decrypted;
-- messages(last=20): the page a UI shows, p50.
+- messages(last=20): the page a UI shows, p50;
+- the size of each database file at the end (sealing adds a key id, a nonce, a tag
+  and base64 to every event with private fields).
 
 Target: encrypted / unencrypted ≤ 1.3x on appends and on the context.
 Results go to ``bench/results/crypto-<UTC date>[-quick].json``.
@@ -108,6 +110,7 @@ def main() -> None:
         wide_context = logs["encrypted"].context("short", budget=wide)
         for log in logs.values():
             log.close()
+        sizes = {mode: (root / f"{mode}.db").stat().st_size for mode in samples}
     figures: dict[str, Any] = {}
     for mode, by_op in samples.items():
         figures[mode] = {f"{op}_p50_us": round(quantile(v, 0.5) * 1e6, 1)
@@ -126,6 +129,9 @@ def main() -> None:
               f"{figures['encrypted'][f'{op}_p50_us']:>12}{ratio[op]:>8}")
     print(f"{'append_turn p95 us':30}{figures['plain']['append_p95_us']:>12}"
           f"{figures['encrypted']['append_p95_us']:>12}")
+    print(f"database size: {sizes['plain'] / 2**20:.1f} MiB plain, "
+          f"{sizes['encrypted'] / 2**20:.1f} MiB encrypted "
+          f"({sizes['encrypted'] / sizes['plain']:.2f}x)")
     print("target: ratio <= 1.3 on appends and on the context: "
           + ("met" if ratio["append"] <= 1.3 and ratio["context"] <= 1.3 else "MISSED"))
     RESULTS.mkdir(exist_ok=True)
@@ -135,7 +141,8 @@ def main() -> None:
                                 "context_tokens": context.tokens,
                                 "context_messages": context.message_count,
                                 "short_context_messages": wide_context.message_count,
-                                "rounds": rounds, "quick": args.quick}, indent=2) + "\n")
+                                "db_bytes": sizes, "rounds": rounds,
+                                "quick": args.quick}, indent=2) + "\n")
     print(f"saved {path}")
 
 

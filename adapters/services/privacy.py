@@ -24,6 +24,7 @@ import msgspec
 from convlog.crypto.errors import NotEncrypted
 from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Forget
+from convlog.domain.errors import InvalidInput
 from convlog.storage.sealed import Sealer, sealed_at
 
 if TYPE_CHECKING:
@@ -55,8 +56,6 @@ def _require_encrypted(log: ConversationLog, what: str) -> Keyring:
 
 def forget(log: ConversationLog, user: str, requested_by: str | None = None) -> ForgetResult:
     if not isinstance(user, str) or not user:
-        from convlog.domain.errors import InvalidInput
-
         raise InvalidInput("the user to forget must be a non-empty string", field="user")
     keyring = _require_encrypted(log, "forgetting a user")
     store = log.store

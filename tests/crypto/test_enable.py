@@ -22,8 +22,7 @@ from convlog.domain.conversation import conversation_id
 from convlog.storage.sealed import sealed_at
 from tests.crypto.helpers import found_in_files, no_key, use_key
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")]
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")
 CONVERSATIONS = 600
 
 
