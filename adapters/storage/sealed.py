@@ -87,9 +87,11 @@ class Sealer:
         if not private:
             return None
         fields = msgspec.to_builtins(payload, builtin_types=_BUILTINS)
-        secret = {k: fields.pop(k) for k in private if k in fields}
+        secret = {k: v for k, v in fields.items() if k in private}  # in field order
         if not secret:
             return None
+        for name in secret:
+            del fields[name]
         public = memoryview(self._encode(fields))[:-1]  # the closing brace comes last
         key_id, aead = self.keyring.key_for(user)
         blob = cipher.seal(aead, key_id, self._encode(secret),
