@@ -123,8 +123,8 @@ class Keyring:
                     f"unset {ENV_KEY}/{ENV_KEY_FILE} to use it unencrypted")
             return cls.enable(table, master, where)
         if master is None:
-            raise MissingKey(f"{where} is encrypted: set {ENV_KEY} or {ENV_KEY_FILE} to its "
-                             "master key (`convlog keys status` tells which store it is)")
+            raise MissingKey(f"{where} is encrypted (store {check.key_id}): set {ENV_KEY} or "
+                             f"{ENV_KEY_FILE} to its master key")
         _require_opens(master, check, where)
         return cls(table, master, check.key_id, where, check.wrapped)
 
