@@ -16,6 +16,12 @@ the public JSON. Why split rather than encrypt whole events: counts, tokens, cos
 and telemetry must survive a user's erasure (the issue's rule), and the DuckDB views
 keep reading public fields in SQL without ever holding a key or any content.
 
+One private field keeps a public copy: `metadata.client`, the host application's name
+(an ACP client, a bot), which the catalog and resume telemetry group by. The public
+JSON then carries ``"metadata":{"client":...}`` and the sealed one the whole
+metadata; the merged JSON a reader decodes names `metadata` twice, and the later
+(sealed, whole) one wins in msgspec's decoding (tested by the property tests).
+
 Forgotten payloads (the data key destroyed) read back with their public fields and a
 "[forgotten]" placeholder for required private fields, so a transcript shows where
 content was, never an error.
@@ -92,6 +98,9 @@ class Sealer:
             return None
         for name in secret:
             del fields[name]
+        client = secret.get("metadata", {}).get("client") if "metadata" in secret else None
+        if isinstance(client, str):  # the host application's name stays readable
+            fields["metadata"] = {"client": client}
         public = memoryview(self._encode(fields))[:-1]  # the closing brace comes last
         key_id, aead = self.keyring.key_for(user)
         blob = cipher.seal(aead, key_id, self._encode(secret),

@@ -105,7 +105,8 @@ def test_every_event_round_trips_sealed_and_shows_no_private_field(event: Event)
     private = SEALED_FIELDS.get(event.event_name(), frozenset())
     at = sealed_at(stored.state)
     visible = msgspec.json.decode(stored.state[:at] + b"}" if at >= 0 else stored.state)
-    assert not private & set(visible)
+    exposed = private & set(visible)
+    assert not exposed or (exposed == {"metadata"} and list(visible["metadata"]) == ["client"])
     assert (at >= 0) == bool(private & set(msgspec.to_builtins(event)))
     assert mapper.decode(stored) == event
 
@@ -127,3 +128,21 @@ def test_a_forgotten_payload_reads_as_a_marker() -> None:
     back = mapper.decode(stored)
     assert back.content == "[forgotten]" and back.tool_calls == []
     assert back.usage == _sample().usage and back.tokens == _sample().tokens
+
+
+def test_the_client_name_stays_readable_and_the_rest_of_the_metadata_does_not() -> None:
+    from datetime import UTC, datetime
+
+    from convlog.domain.events import SessionStarted
+
+    wrapped = cipher.wrap(MASTER, DATA_KEY, store_id=STORE_ID, key_id=KEY_ID, user="u1")
+    keyring = _keyring(wrapped)
+    mapper = _mapper(keyring)
+    event = SessionStarted(at=datetime(2026, 1, 1, tzinfo=UTC), key="k", user="u1",
+                           title="private", metadata={"client": "zed", "ticket": "private"})
+    stored = mapper.store(STREAM, 1, event, "u1")
+    assert b'"metadata":{"client":"zed"}' in stored.state and b"private" not in stored.state
+    assert mapper.decode(stored) == event  # the sealed, whole metadata wins
+    keyring.forget("u1")
+    forgotten = mapper.decode(stored)
+    assert forgotten.metadata == {"client": "zed"} and forgotten.title is None
