@@ -55,6 +55,8 @@ def _require_encrypted(log: ConversationLog, what: str) -> Keyring:
 
 
 def forget(log: ConversationLog, user: str, requested_by: str | None = None) -> ForgetResult:
+    """Mark every conversation of `user` forgotten, THEN destroy the keys: a crash in
+    between leaves marked conversations still readable, and re-running finishes."""
     if not isinstance(user, str) or not user:
         raise InvalidInput("the user to forget must be a non-empty string", field="user")
     keyring = _require_encrypted(log, "forgetting a user")
