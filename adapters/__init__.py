@@ -13,6 +13,7 @@ This module is the public facade; the code behind it lives in rooms by role:
     storage/      eventsourcing application, msgspec mapper, sqlite / postgres / memory
     views/        DuckDB read models, analytics, telemetry, chart
     accounting/   token counting and prices
+    crypto/       encryption at rest: keys, AES-GCM formats, per-user key ring, redaction
     cli/          the `convlog` command and the demo
 
 Everything a host needs is imported from here; the rooms' module paths are not a
@@ -29,6 +30,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from convlog.accounting.prices import ModelPrice
+from convlog.crypto.errors import (
+    BadKey,
+    EncryptionKeyError,
+    MissingKey,
+    NotEncrypted,
+    UnknownDataKey,
+    WrongKey,
+)
+from convlog.crypto.keys import generate_key
+from convlog.crypto.redaction import redact_secrets
 from convlog.domain.content import (
     ImagePart,
     TextPart,
@@ -39,6 +50,7 @@ from convlog.domain.content import (
     Usage,
 )
 from convlog.domain.errors import (
+    ConversationForgotten,
     ConvlogError,
     InvalidInput,
     SystemMessageRejected,
@@ -52,6 +64,8 @@ from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
 from convlog.services.memory import MemoryBlock
+from convlog.services.privacy import ForgetResult
+from convlog.services.redacting import Redactor
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.services.resumption import ConversationPart, ResumptionContext
 from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
@@ -102,6 +116,7 @@ def open(
     preload_tokenizer: bool = True,
     max_injected_blocks_in_history: int = 3,
     context_window_depth: int = 10,
+    redact: Redactor | None = None,
 ) -> ConversationLog:
     """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``;
     default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``. With ``create=False`` a
@@ -113,11 +128,17 @@ def open(
     every message's `tokens` itself and builds no context can pass False, and then
     never loads it. `max_injected_blocks_in_history`: memory blocks live in every
     context (default 3; 0: a block lives for its own turn only). `context_window_depth`:
-    turns before a memory id may be injected again (default 10; 0: no cooldown)."""
+    turns before a memory id may be injected again (default 10; 0: no cooldown).
+    `redact`: a ``str -> str`` function applied to message text, tool arguments and
+    tool results before anything is stored (`convlog.redact_secrets` is the built-in
+    scrubber); off by default.
+
+    Encryption at rest: with ``CONVLOG_KEY`` or ``CONVLOG_KEY_FILE`` set, a new store
+    is encrypted; an encrypted store needs its key (see the README)."""
     return ConversationLog(url, create=create, prices=prices, views=views,
                            preload_tokenizer=preload_tokenizer,
                            max_injected_blocks_in_history=max_injected_blocks_in_history,
-                           context_window_depth=context_window_depth)
+                           context_window_depth=context_window_depth, redact=redact)
 
 
 async def open_async(
@@ -129,6 +150,7 @@ async def open_async(
     preload_tokenizer: bool = True,
     max_injected_blocks_in_history: int = 3,
     context_window_depth: int = 10,
+    redact: Redactor | None = None,
 ) -> AsyncConversationLog:
     """`open()` for asyncio hosts (same arguments): every method is a coroutine run off
     the event loop."""
@@ -137,7 +159,7 @@ async def open_async(
     return await AsyncConversationLog.open(
         url, create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
         max_injected_blocks_in_history=max_injected_blocks_in_history,
-        context_window_depth=context_window_depth)
+        context_window_depth=context_window_depth, redact=redact)
 
 
 __all__ = [
@@ -146,23 +168,30 @@ __all__ = [
     "AsyncConversationHandle",
     "AsyncConversationLog",
     "Attempt",
+    "BadKey",
     "Budget",
     "CatalogRow",
     "Client",
     "ConcurrencyError",
     "Context",
+    "ConversationForgotten",
     "ConversationHandle",
     "ConversationLog",
     "ConversationPart",
     "ConvlogError",
     "CorruptEvent",
     "CostRow",
+    "EncryptionKeyError",
+    "ForgetResult",
     "ImagePart",
     "InvalidInput",
     "MemoryBlock",
     "MemoryCooling",
     "Message",
+    "MissingKey",
     "ModelPrice",
+    "NotEncrypted",
+    "Redactor",
     "ResumeOutcome",
     "ResumptionContext",
     "SessionInfo",
@@ -178,12 +207,16 @@ __all__ = [
     "ToolResultPart",
     "ToolUsePart",
     "UnknownConversation",
+    "UnknownDataKey",
     "UnsupportedURL",
     "Usage",
+    "WrongKey",
     "__version__",
     "assistant",
+    "generate_key",
     "open",
     "open_async",
+    "redact_secrets",
     "tool",
     "user",
 ]

@@ -20,7 +20,7 @@ from typing import Literal
 import msgspec
 
 from convlog.domain.content import check_unicode
-from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.errors import ConversationForgotten, InvalidInput, UnknownConversation
 from convlog.domain.events import (
     ConversationCleared,
     Event,
@@ -35,6 +35,7 @@ from convlog.domain.events import (
     SessionReactivated,
     SessionStarted,
     SummaryRecorded,
+    UserForgotten,
 )
 from convlog.domain.memory import InjectMemory, decide_memory, remember
 from convlog.domain.messages import Message
@@ -101,6 +102,9 @@ class Conversation(msgspec.Struct, kw_only=True):
     recent_memories: dict[str, int] = {}
     """Memory id -> the turn of its latest injection in this epoch (bounded: see
     convlog.domain.memory.remember), so the cooldown is decided without a scan."""
+    forgotten: bool = False
+    """Its user was forgotten (UserForgotten): the content is erased, nothing more is
+    recorded."""
 
 
 # --------------------------------------------------------------------------- fold
@@ -141,6 +145,9 @@ def evolve(state: Conversation, event: Event) -> None:
         state.recent_memories = {}
     elif isinstance(event, SummaryRecorded):
         state.summary_version = state.version
+    elif isinstance(event, UserForgotten):
+        state.forgotten = True
+        state.title = state.workspace = None
 
 
 def fold(key: str, events: Iterable[Event]) -> Conversation:
@@ -203,9 +210,16 @@ class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
     event: ResumeAttempted | ResumeSucceeded | ResumeFailed | HistoryInjected | SummaryRecorded
 
 
+class Forget(msgspec.Struct, frozen=True, kw_only=True):
+    """Mark the conversation of `user` forgotten (the adapter destroys the key)."""
+
+    user: str
+    requested_by: str | None = None
+
+
 Command = (
     StartSession | AppendMessages | BindNativeSession | Archive | Reactivate | Clear | RecordFact
-    | RequireUser | InjectMemory
+    | RequireUser | InjectMemory | Forget
 )
 
 
@@ -228,6 +242,13 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         return []
     if isinstance(command, StartSession):
         return [] if state.started else [_start(state.key, command, now)]
+    if isinstance(command, Forget):
+        if not state.started or state.user != command.user:
+            raise UnknownConversation(state.key)
+        return [] if state.forgotten else [
+            UserForgotten(at=now, user=command.user, requested_by=command.requested_by)]
+    if state.forgotten:
+        raise ConversationForgotten(state.key, state.user or "")
     if not state.started:
         if isinstance(command, Archive | Reactivate | Clear):
             raise UnknownConversation(state.key)

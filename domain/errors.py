@@ -58,3 +58,14 @@ class UnknownConversation(ConvlogError, LookupError):
     def __init__(self, key: str):
         self.key = key
         super().__init__(f"unknown conversation {key!r}")
+
+
+class ConversationForgotten(ConvlogError):
+    """The conversation's user was forgotten: it records nothing more (its content is
+    erased for good; a new conversation under another key starts afresh)."""
+
+    def __init__(self, key: str, user: str):
+        self.key = key
+        self.user = user
+        super().__init__(f"conversation {key!r} belongs to forgotten user {user!r}: it "
+                         "records nothing more")

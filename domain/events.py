@@ -175,6 +175,15 @@ class ConversationCleared(Event, tag="conversation_cleared", frozen=True):
     reason: str | None = None
 
 
+class UserForgotten(Event, tag="user_forgotten", frozen=True):
+    """The conversation's user was forgotten (erasure): their data key is destroyed, so
+    the content of every earlier event is unreadable for good. Records who was
+    forgotten, when and at whose request; never what was erased."""
+
+    user: str
+    requested_by: str | None = None
+
+
 AnyEvent = (
     SessionStarted
     | MessageAppended
@@ -188,6 +197,7 @@ AnyEvent = (
     | SessionArchived
     | SessionReactivated
     | ConversationCleared
+    | UserForgotten
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -203,6 +213,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     SessionArchived,
     SessionReactivated,
     ConversationCleared,
+    UserForgotten,
 )
 
 

@@ -1,5 +1,8 @@
 """The session catalog: one row per conversation, kept current batch by batch.
 
+`forgotten`: the conversation's user was forgotten (user_forgotten): its content is
+erased; counts and tokens stay.
+
 `client` is the host application (``metadata.client`` of session_started, e.g. an ACP
 client's name), else the channel.
 
@@ -34,6 +37,7 @@ SESSIONS = Table(
         Column("epochs", "BIGINT", "sum"),
         Column("version", "BIGINT", "max"),
         Column("native_session_id", "VARCHAR", "last"),
+        Column("forgotten", "BOOLEAN", "any"),
     ),
     select=f"""
         SELECT conversation_id,
@@ -51,7 +55,8 @@ SESSIONS = Table(
                count(*) FILTER (WHERE topic = 'conversation_cleared'),
                max(version),
                arg_max(e.native_session_id, version)
-                   FILTER (WHERE topic = 'native_session_bound')
+                   FILTER (WHERE topic = 'native_session_bound'),
+               bool_or(topic = 'user_forgotten')
         FROM batch GROUP BY conversation_id""",
     doc="one row per conversation: who, where, status, activity, message and token counts",
 )

@@ -25,6 +25,7 @@ from convlog.domain.events import (
     SessionArchived,
     SessionStarted,
     SummaryRecorded,
+    UserForgotten,
 )
 from convlog.projections.transcript import render_content, shorten
 
@@ -79,6 +80,9 @@ def describe(event: Event) -> str:
             f" | {shorten(event.text)}")
     if isinstance(event, SessionArchived | ConversationCleared):
         return _pairs(reason=event.reason)
+    if isinstance(event, UserForgotten):
+        return _pairs(user=event.user, requested_by=event.requested_by) + (
+            " | FORGOTTEN: the content of every earlier event is erased")
     return ""
 
 

@@ -20,7 +20,7 @@ from convlog.domain.content import (
     ToolResultPart,
     ToolUsePart,
 )
-from convlog.domain.events import ConversationCleared, MessageAppended, Recorded
+from convlog.domain.events import ConversationCleared, MessageAppended, Recorded, UserForgotten
 
 PREVIEW_CHARS = 80
 
@@ -29,7 +29,7 @@ class TranscriptLine(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     at: datetime
     role: str
-    """``user``, ``assistant``, ``tool``, or ``marker`` for a clear."""
+    """``user``, ``assistant``, ``tool``, or ``marker`` for a clear or an erasure."""
     text: str
     message_id: str | None = None
     model: str | None = None
@@ -78,4 +78,9 @@ def transcript(recorded: Iterable[Recorded]) -> list[TranscriptLine]:
             lines.append(TranscriptLine(
                 version=r.version, at=e.at, role="marker",
                 text=f"conversation cleared{note}: the agent's context starts again here"))
+        elif isinstance(e, UserForgotten):
+            lines.append(TranscriptLine(
+                version=r.version, at=e.at, role="marker",
+                text=f"user {e.user} was forgotten: the content above is erased "
+                     "([forgotten]); counts and tokens remain"))
     return lines

@@ -28,6 +28,7 @@ from convlog.domain.events import (
     SessionReactivated,
     SessionStarted,
     SummaryRecorded,
+    UserForgotten,
 )
 
 AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -67,4 +68,5 @@ def samples() -> list[Event]:
         SessionArchived(at=AT, reason="idle 30 days"),
         SessionReactivated(at=AT),
         ConversationCleared(at=AT, reason="user typed /clear"),
+        UserForgotten(at=AT, user="u1", requested_by="dpo@example.com"),
     ]

@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from convlog.cli.acp import cmd_acp
+from convlog.cli.keys import cmd_forget
 from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.cli.serve import cmd_serve
@@ -60,7 +61,8 @@ def cmd_sessions(log: ConversationLog, args: argparse.Namespace) -> None:
          "LAST ACTIVE", "TITLE"],
         [[r.key, r.user, r.agent, r.channel, r.status, r.message_count,
           r.input_tokens + r.output_tokens + r.cache_read_tokens + r.cache_write_tokens,
-          _usd(r.cost_usd, r.cost_incomplete), _when(r.last_active_at), r.title]
+          _usd(r.cost_usd, r.cost_incomplete), _when(r.last_active_at),
+          "[forgotten]" if r.forgotten else r.title]
          for r in rows],
         empty="no conversations" + ("" if args.all else " (--all includes archived ones)"))
 
@@ -184,7 +186,8 @@ def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:
     info = log.info(args.key)
     print(f"{info.key}  ({info.message_count} messages, {info.status}"
           + (f", user {info.user}" if info.user else "")
-          + (f", agent {info.agent}" if info.agent else "") + ")")
+          + (f", agent {info.agent}" if info.agent else "")
+          + (", FORGOTTEN: content erased" if info.forgotten else "") + ")")
     for line in lines:
         who = {"user": "user", "assistant": "agent", "tool": "tool", "marker": "----"}[line.role]
         extra = f"  [{line.model}]" if line.model else ""
@@ -279,4 +282,5 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "html": cmd_html,
     "report": cmd_report,
     "serve": cmd_serve,
+    "forget": cmd_forget,
 }

@@ -18,6 +18,8 @@ import convlog
 from convlog.cli import serve
 from convlog.cli.acp import add_parser as add_acp_parser
 from convlog.cli.commands import COMMANDS
+from convlog.cli.keys import add_parsers as add_key_parsers
+from convlog.cli.keys import run_keys
 from convlog.domain.errors import ConvlogError
 from convlog.projections.formats import FORMATS
 from convlog.services.jsonlines import LINE_TYPES
@@ -138,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name != "reactivate":
             p.add_argument("--reason")
     serve.add_arguments(command("serve", "the log as an HTTP service (needs convlog[http])"))
+    add_key_parsers(command)
     return parser
 
 
@@ -199,6 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "replay":  # usage errors come before opening anything
             args.until = parse_until(args.until)
+        if args.command == "keys":  # opens the store itself (unencrypted, for `enable`)
+            run_keys(args.db, args)
+            return 0
         # Reading commands never create a database as a side effect.
         with convlog.open(args.db, create=args.command in CREATES_DATABASE) as log:
             COMMANDS[args.command](log, args)

@@ -21,6 +21,7 @@ from convlog.projections.transcript import TranscriptLine
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
 from convlog.services.memory import MemoryBlock
+from convlog.services.privacy import ForgetResult
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume_async
 from convlog.services.resumption import ResumptionContext
 from convlog.views.analytics import CatalogRow, CostRow
@@ -127,6 +128,9 @@ class AsyncConversationLog:
 
     async def can_resume(self, key: str) -> bool:
         return await asyncio.to_thread(self.sync.can_resume, key)
+
+    async def forget(self, *, user: str, requested_by: str | None = None) -> ForgetResult:
+        return await asyncio.to_thread(self.sync.forget, user=user, requested_by=requested_by)
 
     async def expire(self, **kwargs: Any) -> list[CatalogRow]:
         return await asyncio.to_thread(self.sync.expire, **kwargs)

@@ -17,6 +17,7 @@ import msgspec
 
 from convlog.accounting.prices import ModelPrice, PriceTable
 from convlog.accounting.tokens import warm_up_in_background, with_token_count
+from convlog.crypto.keys import load_key
 from convlog.domain.conversation import (
     AppendMessages,
     Archive,
@@ -29,7 +30,7 @@ from convlog.domain.conversation import (
     check_key,
     conversation_id,
 )
-from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.memory import InjectMemory, check_depth
 from convlog.domain.messages import Message
@@ -37,9 +38,12 @@ from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
+from convlog.services import privacy
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
 from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
+from convlog.services.privacy import ForgetResult
+from convlog.services.redacting import Redactor, redact_message
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
 from convlog.services.resumption import ResumptionContext
 from convlog.services.resumption import build as build_resumption
@@ -73,6 +77,8 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     message_count: int
     version: int
     native_session_id: str | None
+    forgotten: bool = False
+    """Its user was forgotten: the content is erased, the figures remain."""
 
 
 def session_info(state: Conversation) -> SessionInfo:
@@ -81,7 +87,7 @@ def session_info(state: Conversation) -> SessionInfo:
         title=state.title, workspace=state.workspace, status=state.status,
         created_at=state.created_at, last_active_at=state.last_active_at,
         message_count=state.message_count, version=state.version,
-        native_session_id=state.native_session_id,
+        native_session_id=state.native_session_id, forgotten=state.forgotten,
     )
 
 
@@ -92,20 +98,29 @@ class ConversationLog:
                  prices: dict[str, ModelPrice] | None = None,
                  views: str | Path | None = None, preload_tokenizer: bool = True,
                  max_injected_blocks_in_history: int = DEFAULT_CAP,
-                 context_window_depth: int = DEFAULT_DEPTH):
+                 context_window_depth: int = DEFAULT_DEPTH,
+                 redact: Redactor | None = None, master_key: bytes | str | None = "env"):
         self.max_injected_blocks_in_history = check_cap(max_injected_blocks_in_history)
         """How many memory blocks stay live in every context (0: ephemeral)."""
         self.context_window_depth = check_depth(context_window_depth)
         """Turns before a memory id may be injected again (0: no cooldown)."""
         self.config: StorageConfig = parse_url(url)
+        self._redact = redact
         self._prices = prices
         self._views_path = Path(views) if views is not None else None
         self._analytics: Analytics | None = None
         if not create:
             self.config.check_exists()
         self.config.check_reachable()
+        # CONVLOG_KEY / CONVLOG_KEY_FILE unless given (maintenance opens stores without
+        # a key, or with a new one); a bad key fails here, before anything is opened
+        master = load_key() if master_key == "env" else master_key
+        assert master is None or isinstance(master, bytes)
         try:
-            self._store = ConversationStore(env=self.config.env())
+            self._store = ConversationStore(env=self.config.env(), master_key=master,
+                                            where=self.config.display)
+        except ConvlogError:
+            raise  # key errors say what to do; wrapped, they would say less
         except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in
             raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None  # several types
         self._lock = threading.RLock()
@@ -124,6 +139,11 @@ class ConversationLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def write_lock(self) -> threading.RLock:
+        """Held by every write of this process (maintenance takes it too)."""
+        return self._lock
 
     @property
     def store(self) -> ConversationStore:
@@ -183,6 +203,12 @@ class ConversationLog:
     ) -> AppendResult:
         """Decide and record a batch of commands atomically (all or nothing)."""
         cid = conversation_id(key)
+        redact = self._redact
+        if redact is not None:  # before anything else sees the text (token counts too)
+            commands = [msgspec.structs.replace(c, messages=[
+                redact_message(redact, m) if isinstance(m, Message) else m
+                for m in c.messages])
+                if isinstance(c, AppendMessages) else c for c in commands]
         commands = [msgspec.structs.replace(c, messages=[with_token_count(m) for m in c.messages])
                     if isinstance(c, AppendMessages) else c for c in commands]
         commands = [msgspec.structs.replace(c, cooldown_turns=self.context_window_depth)
@@ -205,6 +231,12 @@ class ConversationLog:
         new = set(appended)
         return AppendResult(version=state.version, appended=appended,
                             skipped=[i for i in ids if i not in new], events=len(saved))
+
+    def forget(self, *, user: str, requested_by: str | None = None) -> ForgetResult:
+        """Erase `user` (GDPR): their data key is destroyed, so no content of their
+        conversations can be read again; `user_forgotten` is recorded in each (who and
+        when, not what). Counts, tokens and costs stay. Needs an encrypted store."""
+        return privacy.forget(self, user, requested_by)
 
     def record_injection(self, key: str, context: Context,
                          native_session_id: str | None = None) -> bool:

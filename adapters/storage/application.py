@@ -26,10 +26,12 @@ import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
 
+from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
 from convlog.storage.errors import ConcurrencyError, StorageError
 from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics
+from convlog.storage.sealed import Sealer
 
 SNAPSHOT_INTERVAL = 500
 F = TypeVar("F", bound=Callable[..., Any])
@@ -106,10 +108,33 @@ class ConversationStore(Application[UUID]):
     is_snapshotting_enabled = True
     CACHE_SIZE = 1000
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, *, master_key: bytes | None = None,
+                 where: str = "the event store") -> None:
+        """`master_key`: the store's master key (convlog.crypto.keys), needed when the
+        store is encrypted, and making a new store encrypted; `where` names the
+        store in key errors. A key problem raises before anything is written."""
         super().__init__(env)
         self._cache: OrderedDict[UUID, Conversation] = OrderedDict()
         self._cache_lock = threading.Lock()
+        try:
+            self.keyring = Keyring.open(self.keys, master_key, where)
+        except BaseException:
+            self.close()
+            raise
+        if self.keyring.enabled:
+            self.codec.sealer = Sealer(self.keyring, msgspec.json.Encoder(decimal_format="number"))
+
+    @property
+    def keys(self) -> Any:
+        """The recorder, as the key table and privacy admin of its database
+        (convlog.crypto.keyring.KeyTable, plus `streams_of_user`, `rewrite_states`...)."""
+        return self.recorder
+
+    @property
+    def snapshot_table(self) -> str | None:
+        snapshots: Any = self.snapshots
+        return None if snapshots is None else getattr(snapshots.recorder, "events_table_name",
+                                                      None)
 
     def construct_mapper(self) -> Mapper[UUID]:
         return MsgspecMapper()
@@ -259,10 +284,10 @@ class ConversationStore(Application[UUID]):
         after: Conversation,
     ) -> tuple[Conversation, list[Recorded]]:
         """Record `events` (decided against `state`, which they turn into `after`)."""
-        store = self.codec.store
+        store, user = self.codec.store, after.user
         stored, recorded, new_ids = [], [], []
         for version, event in enumerate(events, state.version + 1):
-            stored.append(store(conversation, version, event))
+            stored.append(store(conversation, version, event, user))
             recorded.append(Recorded(version, event))  # type: ignore[arg-type]
             if isinstance(event, MessageAppended):
                 new_ids.append(event.message_id)

@@ -23,11 +23,12 @@ from uuid import UUID
 import msgspec
 from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 
+from convlog.crypto.errors import UnknownDataKey
 from convlog.domain.conversation import Conversation
 from convlog.domain.events import EVENT_TYPES, Event
 from convlog.storage.errors import CorruptEvent
-
-SNAPSHOT_TOPIC = "conversation_state"
+from convlog.storage.sealed import SNAPSHOT_TOPIC as SNAPSHOT_TOPIC
+from convlog.storage.sealed import Sealer, SealError, sealed_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,17 +80,28 @@ class MsgspecMapper(Mapper[UUID]):
         self._topics: dict[type[Any], str] = {c: topic_of(c) for c in EVENT_TYPES}
         self._topics[Conversation] = SNAPSHOT_TOPIC
         self._current = {topic: self._decoders[cls] for cls, topic in self._topics.items()}
+        self.sealer: Sealer | None = None
+        """Set by the application on an encrypted store (convlog.storage.sealed)."""
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         assert isinstance(domain_event, Envelope), domain_event
+        payload = domain_event.event
+        user = payload.user if isinstance(payload, Conversation) else None  # a snapshot
         return self.store(domain_event.originator_id, domain_event.originator_version,
-                          domain_event.event)
+                          payload, user)
 
-    def store(self, originator_id: UUID, version: int, payload: Any) -> StoredEvent:
-        """The stored form of one event (or snapshot) at `version` of a stream."""
+    def store(self, originator_id: UUID, version: int, payload: Any,
+              user: str | None = None) -> StoredEvent:
+        """The stored form of one event (or snapshot) at `version` of a stream; on an
+        encrypted store its private fields are sealed under `user`'s data key."""
+        topic = self._topics[type(payload)]
+        state = None
+        if self.sealer is not None:
+            state = self.sealer.seal(originator_id, version, topic, payload, user)
+        if state is None:
+            state = self._encoder.encode(payload)
         return StoredEvent(originator_id=originator_id, originator_version=version,
-                           topic=self._topics[type(payload)],
-                           state=self._encoder.encode(payload))
+                           topic=topic, state=state)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         originator_id = stored_event.originator_id
@@ -105,6 +117,10 @@ class MsgspecMapper(Mapper[UUID]):
     def decode_row(self, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
         """`decode` for a row read as plain values: no StoredEvent is built unless the
         row needs more than one typed decode (reads of a page of messages)."""
+        if self.sealer is not None:  # only an encrypted store has sealed rows
+            at = sealed_at(state)
+            if at >= 0:
+                state = self._open_sealed(originator_id, version, topic, state, at)
         current = self._current.get(topic)
         if current is not None:  # the common case: a current version, one typed decode
             try:
@@ -115,8 +131,20 @@ class MsgspecMapper(Mapper[UUID]):
                                                originator_version=version, topic=topic,
                                                state=state))
 
+    def _open_sealed(self, originator_id: Any, version: int, topic: str, state: bytes,
+                     at: int) -> bytes:
+        assert self.sealer is not None
+        stream = originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))
+        try:
+            return self.sealer.open(stream, version, topic, state, at)
+        except (SealError, UnknownDataKey) as exc:
+            raise CorruptEvent(originator_id, version, topic, str(exc)) from None
+
     def _decode_slowly(self, stored: StoredEvent) -> Any:
         """An older version (upcast), a snapshot, or bytes that failed the typed decode."""
+        if self.sealer is None and sealed_at(stored.state) >= 0:
+            raise CorruptEvent(stored.originator_id, stored.originator_version, stored.topic,
+                               "the event is encrypted but this store has no key table")
         try:
             if stored.topic == SNAPSHOT_TOPIC:
                 return self._decoders[Conversation].decode(stored.state)

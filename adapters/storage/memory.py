@@ -7,14 +7,18 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+import msgspec
 from eventsourcing.persistence import ApplicationRecorder, IntegrityError, StoredEvent
 from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
+
+from convlog.crypto.keyring import KeyRow
 
 
 class POPOConvlogRecorder(POPOApplicationRecorder):
     def __init__(self) -> None:
         super().__init__()
         self._message_ids: set[tuple[UUID, str]] = set()
+        self._keys: dict[str, KeyRow] = {}
 
     def _insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -49,6 +53,60 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
                 if len(found) == limit:
                     break
         return found
+
+
+    # ------------------------------------------------- key table (see sqlite_keys)
+
+    def key_rows(self) -> list[KeyRow]:
+        with self._database_lock:
+            return list(self._keys.values())
+
+    def add_key(self, row: KeyRow) -> bool:
+        with self._database_lock:
+            if row.key_id in self._keys or any(
+                    r.kind == row.kind and r.user == row.user and r.wrapped is not None
+                    for r in self._keys.values()):
+                return False
+            self._keys[row.key_id] = row
+            return True
+
+    def destroy_keys(self, user: str, at: str) -> list[str]:
+        with self._database_lock:
+            ids = [k for k, r in self._keys.items()
+                   if r.kind == "data" and r.user == user and r.wrapped is not None]
+            for key_id in ids:
+                self._keys[key_id] = self._keys[key_id]._replace(wrapped=None, destroyed_at=at)
+            return ids
+
+    def replace_wrapped(self, rows: Sequence[tuple[str, bytes]]) -> None:
+        with self._database_lock:
+            for key_id, wrapped in rows:
+                self._keys[key_id] = self._keys[key_id]._replace(wrapped=wrapped)
+
+    def has_events(self) -> bool:
+        return bool(self.max_notification_id())
+
+    def streams_of_user(self, user: str) -> list[UUID]:
+        return [UUID(str(n.originator_id)) for n in self.select_notifications(1, 1 << 62)
+                if n.originator_version == 1 and n.topic == "session_started"
+                and msgspec.json.decode(n.state).get("user") == user]
+
+    def all_streams(self) -> list[UUID]:
+        return [UUID(str(n.originator_id)) for n in self.select_notifications(1, 1 << 62)
+                if n.originator_version == 1]
+
+    def rewrite_states(self, stream: UUID, states: Sequence[tuple[int, bytes]],
+                       snapshot_table: str | None) -> None:
+        with self._database_lock:
+            index = self._stored_events_index[str(stream)]
+            for version, state in states:
+                old = self._stored_events[index[version]]
+                self._stored_events[index[version]] = StoredEvent(
+                    originator_id=old.originator_id, originator_version=version,
+                    topic=old.topic, state=state)
+
+    def erase(self, vacuum: bool = False) -> None:
+        """Nothing outlives the process: nothing to erase."""
 
 
 class Factory(POPOFactory):

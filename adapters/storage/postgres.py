@@ -29,6 +29,8 @@ from eventsourcing.postgres import (
 )
 from psycopg.sql import SQL, Identifier
 
+from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
+
 _DDL_LOCK = 0x636F6E766C6F67  # "convlog": one advisory lock key for schema creation
 
 
@@ -49,7 +51,10 @@ class PostgresSnapshotRecorder(PostgresAggregateRecorder):
         _create_serialized(self, super().create_table)
 
 
-class PostgresConvlogRecorder(PostgresApplicationRecorder):
+class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
+    """The events, the message-id index, and the key table of encrypted stores
+    (convlog.storage.postgres_keys)."""
+
     index_table = "convlog_message_ids"
 
     def create_table(self) -> None:
@@ -64,6 +69,7 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder):
             "CREATE TABLE IF NOT EXISTS {schema}.{index} (conversation_id uuid NOT NULL, "
             "message_id text NOT NULL, PRIMARY KEY (conversation_id, message_id))"
         ).format(schema=schema, index=index))
+        self.sql_create_statements.extend(keys_ddl(schema))
         self._insert_ids = SQL("INSERT INTO {schema}.{index} VALUES (%s, %s)").format(
             schema=schema, index=index)
         self._select_ids = SQL(

@@ -39,6 +39,7 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
+from convlog.storage.sqlite_keys import KEYS_DDL, SQLiteKeyTable
 from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
 
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
@@ -85,12 +86,14 @@ class _TunedPool(SQLiteConnectionPool):
         raw: sqlite3.Connection = connection._sqlite_conn
         raw.execute(f"PRAGMA synchronous={self.synchronous}")
         raw.execute("PRAGMA foreign_keys=ON")
+        raw.execute("PRAGMA secure_delete=ON")  # snapshots are written here
         raw.execute(f"PRAGMA wal_autocheckpoint={WAL_HARD_LIMIT_PAGES}")
         return connection
 
 
-class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
-    """Stored events plus the message-id index, in one transaction per save.
+class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
+    """Stored events plus the message-id index, in one transaction per save; the key
+    table of encrypted stores (convlog.storage.sqlite_keys).
 
     Storage format (a contract with every existing file): the index is keyed by
     (stream, message id), where a stream is numbered by the rowid of its first event
@@ -120,6 +123,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
             f"CREATE TABLE IF NOT EXISTS {self.index_table} ("
             "stream INTEGER NOT NULL, message_id TEXT NOT NULL, "
             "PRIMARY KEY (stream, message_id)) WITHOUT ROWID",
+            *KEYS_DDL,
         ]
 
     def create_table(self) -> None:
@@ -164,12 +168,24 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder):
                 self._checkpointer.committed()
         return None
 
+    @contextlib.contextmanager
+    def _write_tx(self, begin: bool = True) -> Iterator[sqlite3.Connection]:
+        with self._writer_lock:
+            conn = self._writer or self._connect_writer()
+            if not begin:
+                with _typed_errors():
+                    yield conn
+                return
+            with _typed_errors(), _immediate(conn):
+                yield conn
+
     def _connect_writer(self) -> sqlite3.Connection:
         pool = self.datastore.pool
         conn = sqlite3.connect(pool.db_name, uri=True, check_same_thread=False,
                                isolation_level=None, cached_statements=64,
                                timeout=pool.lock_timeout or 5)
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        conn.execute("PRAGMA secure_delete=ON")  # erased bytes are zeroed (sqlite_keys)
         conn.execute(f"PRAGMA synchronous={getattr(pool, 'synchronous', 'normal')}")
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_HARD_LIMIT_PAGES}")
         if str(mode).lower() == "wal":  # checkpoints exist only in WAL mode

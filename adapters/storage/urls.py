@@ -55,6 +55,11 @@ class StorageConfig:
     path: Path | None = None
     options: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def display(self) -> str:
+        """The store as errors name it (no password)."""
+        return str(self.path) if self.path is not None else _redact(self.url)
+
     def env(self) -> dict[str, str]:
         if self.backend == "memory":
             return {"PERSISTENCE_MODULE": "convlog.storage.memory:Factory"}

@@ -77,6 +77,8 @@ class CatalogRow(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     """Position of the conversation's latest event."""
     native_session_id: str | None
+    forgotten: bool = False
+    """Its user was forgotten: titles and content are erased, the figures stay."""
 
 
 class CostRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -189,7 +191,8 @@ class Analytics:
                    COALESCE(u.cache_read_tokens, 0) AS cache_read_tokens,
                    COALESCE(u.cache_write_tokens, 0) AS cache_write_tokens,
                    u.cost_usd, COALESCE(u.cost_unknown, FALSE) AS cost_incomplete,
-                   COALESCE(a.top, []) AS top_agents, s.version, s.native_session_id
+                   COALESCE(a.top, []) AS top_agents, s.version, s.native_session_id,
+                   COALESCE(s.forgotten, FALSE) AS forgotten
             FROM s LEFT JOIN u USING (conversation_id)
                    LEFT JOIN agents a USING (conversation_id)
             ORDER BY s.last_active_at DESC NULLS LAST, s.key

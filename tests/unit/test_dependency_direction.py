@@ -2,8 +2,9 @@
 import inside a function is caught too.
 
 - domain imports nothing of ours; projections only the domain;
-- in adapters/ (import name `convlog`): accounting/ and storage/ only the domain (and
-  themselves); views/ adds projections, storage and accounting; services/ adds views;
+- in adapters/ (import name `convlog`): accounting/ and crypto/ only the domain (and
+  themselves); storage/ the domain and crypto/ (it seals payloads); views/ adds
+  projections, storage and accounting; services/ adds views and crypto;
   cli/ may import anything, and nothing but cli/ imports cli/ (the demo included);
 - any other room of adapters/ is an integration (ACP, SDK stores, HTTP, importers,
   HTML...): it reaches the log only through the facade (`import convlog`) or the
@@ -24,10 +25,11 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "domain": DOMAIN,
     "projections": PROJECTIONS,
     "adapters/accounting": (*DOMAIN, "convlog.accounting"),
-    "adapters/storage": (*DOMAIN, "convlog.storage"),
+    "adapters/crypto": (*DOMAIN, "convlog.crypto"),
+    "adapters/storage": (*DOMAIN, "convlog.storage", "convlog.crypto"),
     "adapters/views": (*PROJECTIONS, "convlog.storage", "convlog.accounting", "convlog.views"),
     "adapters/services": (*PROJECTIONS, "convlog.storage", "convlog.accounting",
-                          "convlog.views", "convlog.services"),
+                          "convlog.views", "convlog.crypto", "convlog.services"),
     "adapters/cli": ("convlog",),  # anything of ours
 }
 INTEGRATION = (*PROJECTIONS, "convlog.services")

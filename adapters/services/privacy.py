@@ -1,0 +1,128 @@
+"""Erasure and key management, as application operations on an open log.
+
+* `forget(user)`: records `user_forgotten` in each of the user's conversations, then
+  destroys the user's data keys (crypto-shredding) and erases the database's copies
+  of the wrapped keys. Re-running it is safe: it finishes what a crash interrupted.
+* `rotate(new_master)`: re-wraps the data keys under a new master key; the events
+  are not rewritten, and the old master key opens nothing afterwards.
+* `enable(master)`: makes an unencrypted store encrypted. New events are sealed at
+  once; existing ones are re-encrypted conversation by conversation, each in ONE
+  transaction, skipping rows already sealed: a killed migration is resumed by
+  running it again. Finally the files are vacuumed and the views (a cache that held
+  plaintext titles) deleted, so no plaintext copy remains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from convlog.crypto.errors import NotEncrypted
+from convlog.crypto.keyring import Keyring
+from convlog.domain.conversation import Forget
+from convlog.domain.errors import InvalidInput
+from convlog.storage.sealed import Sealer, sealed_at
+
+if TYPE_CHECKING:
+    from convlog.services.log import ConversationLog
+
+
+class ForgetResult(msgspec.Struct, frozen=True, kw_only=True):
+    user: str
+    conversations: list[str]
+    """Keys of the conversations now marked forgotten (including earlier runs')."""
+    keys_destroyed: int
+
+
+class KeyStatus(msgspec.Struct, frozen=True, kw_only=True):
+    encrypted: bool
+    store_id: str | None
+    live_keys: int
+    destroyed_keys: int
+    users: int
+
+
+def _require_encrypted(log: ConversationLog, what: str) -> Keyring:
+    keyring = log.store.keyring
+    if not keyring.enabled:
+        raise NotEncrypted(f"{log.config.display} is not encrypted: {what} needs encryption "
+                           "(set CONVLOG_KEY or CONVLOG_KEY_FILE and run `convlog keys enable`)")
+    return keyring
+
+
+def forget(log: ConversationLog, user: str, requested_by: str | None = None) -> ForgetResult:
+    """Mark every conversation of `user` forgotten, THEN destroy the keys: a crash in
+    between leaves marked conversations still readable, and re-running finishes."""
+    if not isinstance(user, str) or not user:
+        raise InvalidInput("the user to forget must be a non-empty string", field="user")
+    keyring = _require_encrypted(log, "forgetting a user")
+    store = log.store
+    keys = []
+    for stream in store.keys.streams_of_user(user):
+        key = store.load(stream, "", fresh=True).key
+        log.execute(key, [Forget(user=user, requested_by=requested_by)])
+        keys.append(key)
+    destroyed = keyring.forget(user)
+    store.keys.erase()  # also when no key was left: a previous run may have been cut short
+    return ForgetResult(user=user, conversations=keys, keys_destroyed=len(destroyed))
+
+
+def rotate(log: ConversationLog, new_master: bytes) -> int:
+    """Returns how many data keys were re-wrapped."""
+    return _require_encrypted(log, "key rotation").rotate(new_master)
+
+
+def status(log: ConversationLog) -> KeyStatus:
+    keyring = log.store.keyring
+    counts = keyring.status() if keyring.enabled else {"live": 0, "destroyed": 0, "users": 0}
+    return KeyStatus(encrypted=keyring.enabled, store_id=keyring.store_id,
+                     live_keys=counts["live"], destroyed_keys=counts["destroyed"],
+                     users=counts["users"])
+
+
+def enable(log: ConversationLog, master: bytes,
+           progress: Callable[[str, int], None] | None = None) -> int:
+    """Encrypt the store opened (without a key) as `log`; returns how many events were
+    re-encrypted by this run. `progress(key, events)` after each conversation."""
+    store = log.store
+    if not store.keyring.enabled:
+        store.keyring = Keyring.enable(store.keys, master, log.config.display)
+        store.codec.sealer = Sealer(store.keyring,
+                                    msgspec.json.Encoder(decimal_format="number"))
+    codec, total = store.codec, 0
+    for stream in store.keys.all_streams():
+        with log.write_lock:  # one writer per process, as for appends
+            rows = store.recorder.select_events(stream)
+            user = None
+            plain = []
+            for row in rows:
+                event = codec.decode(row)
+                if row.originator_version == 1:
+                    user = getattr(event, "user", None)
+                if sealed_at(row.state) < 0:
+                    state = codec.store(stream, row.originator_version, event, user).state
+                    if state != row.state:
+                        plain.append((row.originator_version, state))
+            if plain:
+                store.keys.rewrite_states(stream, plain, store.snapshot_table)
+                total += len(plain)
+        if progress is not None:
+            progress(store.load(stream, "").key, len(plain))
+    store.keys.erase(vacuum=True)
+    _drop_views(log)
+    return total
+
+
+def _drop_views(log: ConversationLog) -> None:
+    """The views may hold plaintext from before encryption: delete the file (a cache,
+    rebuilt on next use, this time from public fields only)."""
+    views = log.analytics.views
+    views.close()
+    if views.path is not None:
+        for path in (views.path, Path(f"{views.path}.wal")):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()

@@ -1,0 +1,71 @@
+"""The `redact=` hook of `convlog.open`: applied to what a message says before any of
+it is stored (text, thinking, tool arguments, tool results), never after.
+
+The hook is any ``str -> str`` function (`convlog.redact_secrets` is the built-in
+one). Tool arguments must stay JSON: a hook that breaks them is refused with the
+field named, rather than storing arguments no agent could replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from convlog.domain.content import (
+    AnyPart,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResultPart,
+    ToolUsePart,
+    check_json_arguments,
+)
+from convlog.domain.errors import InvalidInput
+from convlog.domain.messages import Message
+
+Redactor = Callable[[str], str]
+
+
+def _apply(redact: Redactor, text: str, field: str) -> str:
+    out = redact(text)
+    if not isinstance(out, str):
+        raise InvalidInput(f"the redact hook returned {type(out).__name__}, not text",
+                           field=field)
+    return out
+
+
+def _arguments(redact: Redactor, arguments: str, field: str) -> str:
+    out = _apply(redact, arguments, field)
+    if out != arguments:
+        try:
+            check_json_arguments(out, field)
+        except InvalidInput:
+            raise InvalidInput("the redact hook turned tool arguments into invalid JSON "
+                               "(replace secrets inside JSON strings with text that has no "
+                               "quotes or backslashes)", field=field) from None
+    return out
+
+
+def _part(redact: Redactor, part: AnyPart, field: str) -> AnyPart:
+    if isinstance(part, TextPart | ThinkingPart):
+        return msgspec.structs.replace(part, text=_apply(redact, part.text, f"{field}.text"))
+    if isinstance(part, ToolUsePart):
+        return msgspec.structs.replace(
+            part, arguments=_arguments(redact, part.arguments, f"{field}.arguments"))
+    if isinstance(part, ToolResultPart):
+        return msgspec.structs.replace(
+            part, content=_apply(redact, part.content, f"{field}.content"))
+    return part
+
+
+def redact_message(redact: Redactor, message: Message) -> Message:
+    """`message` with the hook applied to every text it carries (a new Message)."""
+    if isinstance(message.content, str):
+        content: str | list[AnyPart] = _apply(redact, message.content, "content")
+    else:
+        content = [_part(redact, p, f"content[{i}]") for i, p in enumerate(message.content)]
+    calls = [ToolCall(id=c.id, name=c.name,
+                      arguments=_arguments(redact, c.arguments, f"tool_calls[{i}].arguments"))
+             for i, c in enumerate(message.tool_calls)]
+    return msgspec.structs.replace(message, content=content, tool_calls=calls)
