@@ -42,6 +42,8 @@ from convlog.crypto.keyring import Keyring
 
 SNAPSHOT_TOPIC = "conversation_state"
 FORGOTTEN = "[forgotten]"
+# Every event type is listed, those with nothing private too, and a test checks it:
+# a new event type must say what of it is sealed, or its text would go to disk readable.
 SEALED_FIELDS: dict[str, frozenset[str]] = {
     "session_started": frozenset({"title", "workspace", "metadata"}),
     "message_appended": frozenset({"content", "tool_calls"}),
@@ -51,6 +53,11 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "resume_failed": frozenset({"error"}),
     "session_archived": frozenset({"reason"}),
     "conversation_cleared": frozenset({"reason"}),
+    "native_session_bound": frozenset(),
+    "resume_attempted": frozenset(),
+    "resume_succeeded": frozenset(),
+    "session_reactivated": frozenset(),
+    "user_forgotten": frozenset(),  # who asked and when, never what
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }
 _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten

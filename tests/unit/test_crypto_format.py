@@ -97,6 +97,12 @@ def test_sealed_fields_are_real_fields_of_their_events() -> None:
         assert sealed <= fields[name], (name, sealed - fields[name])
 
 
+def test_every_event_type_says_what_of_it_is_sealed() -> None:
+    """Public is not the default: an event type missing from SEALED_FIELDS (as
+    memory_injected once was) would be stored readable in an encrypted store."""
+    assert set(SEALED_FIELDS) == {c.event_name() for c in EVENT_TYPES} | {SNAPSHOT_TOPIC}
+
+
 @pytest.mark.parametrize("event", samples(), ids=lambda e: e.event_name())
 def test_every_event_round_trips_sealed_and_shows_no_private_field(event: Event) -> None:
     wrapped = cipher.wrap(MASTER, DATA_KEY, store_id=STORE_ID, key_id=KEY_ID, user="u1")
