@@ -3,10 +3,11 @@
 Canary strings are planted in every place a user's content can go (title, workspace,
 metadata, message text, thinking, tool arguments, tool calls, tool results, injected
 history, memory blocks and their memory ids, snapshots); the views are built and
-exported before; the user is forgotten; then every byte of every file convlog wrote (the database, its -wal and -shm, the
-DuckDB views, Parquet exports made afterwards) is scanned. None of the user's
-canaries, and none of their wrapped key's bytes, may be found; the other user's
-conversation still reads back whole; counts, tokens and costs survive.
+exported before; the user is forgotten; then every byte of every file convlog wrote (the
+database, its -wal and -shm, the DuckDB views, Parquet exports made afterwards) is
+scanned. None of the user's canaries, and none of their wrapped key's bytes, may be
+found; the other user's conversation still reads back whole; counts, tokens and costs
+survive.
 """
 
 from __future__ import annotations
