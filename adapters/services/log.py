@@ -37,6 +37,8 @@ from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
+from convlog.services.import_run import ImportSummary, ProgressCallback, run_import
+from convlog.services.importing import Importer, find_importer
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
@@ -192,6 +194,18 @@ class ConversationLog:
         new = set(appended)
         return AppendResult(version=state.version, appended=appended,
                             skipped=[i for i in ids if i not in new], events=len(saved))
+
+    def import_(self, format: str | Importer, paths: Sequence[str | Path], *,
+                keep_going: bool = False, progress: ProgressCallback | None = None,
+                max_line_bytes: int | None = None) -> ImportSummary:
+        """Import other tools' history (``"claude-code"``, ``"openai"``, ``"codex"``, or
+        an `Importer`) from files or directory trees: each conversation is one atomic
+        batch; record ids are message ids, so importing again adds only what is new.
+        The first unreadable conversation raises ImportFailed (``file:line: what``),
+        unless `keep_going`: then every failure is in the summary."""
+        importer = find_importer(format, max_line_bytes=max_line_bytes)
+        return run_import(self, importer, paths, prices=PriceTable(self._prices),
+                          keep_going=keep_going, progress=progress)
 
     def record_injection(self, key: str, context: Context,
                          native_session_id: str | None = None) -> bool:

@@ -1,0 +1,281 @@
+"""Claude Code transcripts: ``~/.claude/projects/<project>/<session>.jsonl`` and the
+subagent (sidechain) transcripts beside them.
+
+Each line is a record. ``user`` and ``assistant`` records become messages, their
+``uuid`` the message id (so a re-import, or a grown file, adds only new lines);
+``summary`` records give the conversation its title; every other type is skipped and
+counted. Claude Code writes ONE line per content block of an API response and
+repeats the response's usage on each: the response id (``message.id``, else
+``requestId``) goes on every message, so that usage is counted once. The session id
+is the key (``claude-code:<sessionId>``), a sidechain's key adds its agent
+(``claude-code:<sessionId>:agent-<agentId>``); ``cwd`` is the workspace; model, git
+branch and Claude Code version are metadata. Images are kept as references
+(``sha256:...``, media type, size), never as bytes.
+
+A record that cannot be read fails its whole file (the conversations of a file are
+only known once it is read), located at ``file:line``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from convlog.domain.content import (
+    AnyPart,
+    ImagePart,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+    Usage,
+)
+from convlog.domain.errors import InvalidInput
+from convlog.domain.messages import Message
+from convlog.importers.lines import MAX_LINE_BYTES, decode, located, read_lines
+from convlog.services.importing import ImportedConversation, ImportFailure
+
+
+class Source(msgspec.Struct):
+    type: str = ""
+    media_type: str | None = None
+    data: msgspec.Raw = msgspec.Raw()
+    url: str | None = None
+
+
+class Inner(msgspec.Struct):
+    """A block inside a tool result's content."""
+
+    type: str = ""
+    text: str | None = None
+    source: Source | None = None
+
+
+class Block(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    thinking: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: msgspec.Raw = msgspec.Raw()
+    tool_use_id: str | None = None
+    content: str | list[Inner] | None = None
+    is_error: bool | None = None
+    source: Source | None = None
+
+
+class ApiUsage(msgspec.Struct):
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    cache_read_input_tokens: int | None = 0
+    cache_creation_input_tokens: int | None = 0
+
+
+class Body(msgspec.Struct):
+    role: str = ""
+    content: str | list[Block] = ""
+    id: str | None = None
+    model: str | None = None
+    usage: ApiUsage | None = None
+
+
+class Record(msgspec.Struct):
+    """The fields convlog reads; every other field of a record is ignored. `message`
+    stays raw until the record's type says it is a message."""
+
+    type: str = "(none)"
+    uuid: str | None = None
+    sessionId: str | None = None  # Claude Code's spelling
+    isSidechain: bool | None = False
+    agentId: str | None = None
+    cwd: str | None = None
+    gitBranch: str | None = None
+    version: str | None = None
+    timestamp: datetime | None = None
+    requestId: str | None = None
+    message: msgspec.Raw = msgspec.Raw()
+    summary: str | None = None
+
+
+class _Conversation:
+    """A conversation being read: its messages so far, and what is known about it."""
+
+    def __init__(self, key: str, source: str, session: str | None, sidechain: bool):
+        self.key, self.source = key, source
+        self.messages: list[Message] = []
+        self.origins: list[str] = []
+        self.ids: set[str] = set()
+        self.metadata: dict[str, Any] = {"source": "claude-code"}
+        if session:
+            self.metadata["session_id"] = session
+        if sidechain:
+            self.metadata["sidechain"] = True
+        self.workspace: str | None = None
+
+    def note(self, record: Record) -> None:
+        self.workspace = self.workspace or record.cwd
+        for name, value in (("git_branch", record.gitBranch), ("version", record.version)):
+            if value and name not in self.metadata:
+                self.metadata[name] = value
+
+    def done(self, title: str | None, summaries: list[str]) -> ImportedConversation:
+        metadata = {**self.metadata, "summaries": summaries} if summaries else self.metadata
+        return ImportedConversation(
+            key=self.key, messages=self.messages, origins=self.origins, source=self.source,
+            agent="claude-code", title=title, workspace=self.workspace, metadata=metadata)
+
+
+class ClaudeCodeImporter:
+    name = "claude-code"
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
+        self.max_line_bytes = max_line_bytes
+
+    def files(self, path: Path) -> Iterator[Path]:
+        if path.is_file():
+            yield path
+        else:
+            yield from sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+
+    def conversations(self, path: Path) -> Iterator[ImportedConversation | ImportFailure]:
+        try:
+            found = self._read(path)
+        except InvalidInput as exc:
+            yield ImportFailure(source=str(path), error=str(located(exc, str(path))))
+            return
+        yield from found
+
+    def _read(self, path: Path) -> list[ImportedConversation]:
+        convs: dict[str, _Conversation] = {}
+        main: _Conversation | None = None
+        summaries: list[str] = []
+        skipped: dict[str, int] = {}
+        for number, raw in read_lines(path, self.max_line_bytes):
+            where = f"{path}:{number}"
+            record = decode(raw, Record, where)
+            if record.type == "summary" and record.summary:
+                summaries.append(record.summary)
+                continue
+            if record.type not in ("user", "assistant"):
+                skipped[record.type] = skipped.get(record.type, 0) + 1
+                continue
+            conv = self._conversation(convs, record, path)
+            if not conv.metadata.get("sidechain"):
+                main = main or conv
+            conv.note(record)
+            message_id = record.uuid or f"line-{number}"
+            if message_id in conv.ids:
+                skipped["duplicate record"] = skipped.get("duplicate record", 0) + 1
+                continue
+            try:
+                message = _message(record, message_id, decode(record.message, Body, where),
+                                   skipped)
+            except InvalidInput as exc:
+                raise located(exc, where) from None
+            if message is None:
+                continue
+            if "model" not in conv.metadata and message.model:
+                conv.metadata["model"] = message.model
+            conv.ids.add(message_id)
+            conv.messages.append(message)
+            conv.origins.append(where)
+        out = [c.done(summaries[-1] if c is main and summaries else None,
+                      summaries if c is main else []) for c in convs.values()]
+        if out:
+            out[0].skipped.update(skipped)
+        elif skipped or summaries:  # a file of only non-message records
+            out.append(ImportedConversation(
+                key=f"claude-code:{path.stem}", messages=[], origins=[], source=str(path),
+                skipped=msgspec.convert(skipped, dict[str, int])))
+        return out
+
+    def _conversation(self, convs: dict[str, _Conversation], record: Record,
+                      path: Path) -> _Conversation:
+        session = record.sessionId or path.stem
+        key = f"claude-code:{session}"
+        sidechain = bool(record.isSidechain)
+        if sidechain:
+            agent = f"agent-{record.agentId}" if record.agentId else (
+                path.stem if path.stem.startswith("agent-") else "sidechain")
+            key = f"{key}:{agent}"
+        conv = convs.get(key)
+        if conv is None:
+            conv = convs[key] = _Conversation(key, str(path), record.sessionId, sidechain)
+        return conv
+
+
+def _message(record: Record, message_id: str, body: Body, skipped: dict[str, int]
+             ) -> Message | None:
+    content: str | list[AnyPart]
+    if isinstance(body.content, str):
+        content = body.content
+    else:
+        content = [part for block in body.content
+                   if (part := _part(block, skipped)) is not None]
+    if not content:
+        skipped[f"empty {record.type}"] = skipped.get(f"empty {record.type}", 0) + 1
+        return None
+    results = [p for p in content if isinstance(p, ToolResultPart)] if isinstance(
+        content, list) else []
+    role = "tool" if results else record.type
+    usage = body.usage
+    return Message(
+        id=message_id, role=role, content=content, model=body.model,
+        tool_call_id=results[0].tool_use_id if len(results) == 1 else None,
+        usage=Usage(input_tokens=usage.input_tokens or 0,
+                    output_tokens=usage.output_tokens or 0,
+                    cache_read_tokens=usage.cache_read_input_tokens or 0,
+                    cache_write_tokens=usage.cache_creation_input_tokens or 0)
+        if usage is not None and record.type == "assistant" else None,
+        response_id=(body.id or record.requestId) if record.type == "assistant" else None,
+        created_at=record.timestamp)
+
+
+def _part(block: Block, skipped: dict[str, int]) -> AnyPart | None:
+    kind = block.type
+    if kind == "text" and block.text is not None:
+        return TextPart(text=block.text)
+    if kind == "thinking" and block.thinking is not None:
+        return ThinkingPart(text=block.thinking)
+    if kind == "tool_use" and block.id and block.name:
+        arguments = bytes(block.input).decode() if block.input else "{}"
+        return ToolUsePart(id=block.id, name=block.name, arguments=arguments)
+    if kind == "tool_result" and block.tool_use_id:
+        return ToolResultPart(tool_use_id=block.tool_use_id, content=_result_text(block),
+                              is_error=bool(block.is_error))
+    if kind == "image" and block.source is not None:
+        return image(block.source)
+    skipped[f"block:{kind}"] = skipped.get(f"block:{kind}", 0) + 1
+    return None
+
+
+def _result_text(block: Block) -> str:
+    if block.content is None or isinstance(block.content, str):
+        return block.content or ""
+    pieces = []
+    for inner in block.content:
+        if inner.text is not None:
+            pieces.append(inner.text)
+        elif inner.type == "image" and inner.source is not None:
+            ref = image(inner.source)
+            pieces.append(f"[image {ref.media_type or ''} {ref.size or 0} bytes {ref.ref}]")
+    return "\n".join(pieces)
+
+
+def image(source: Source) -> ImagePart:
+    """A reference to an image: its URL, or the SHA-256 and size of inline data."""
+    if source.url:
+        return ImagePart(ref=source.url, media_type=source.media_type)
+    try:
+        data = base64.b64decode(bytes(source.data).strip(b'"'), validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput("image data is not base64", field="source.data") from None
+    return ImagePart(ref=f"sha256:{hashlib.sha256(data).hexdigest()}",
+                     media_type=source.media_type, size=len(data))
