@@ -72,7 +72,7 @@ def collect_files(importer: Importer, paths: Sequence[str | Path]) -> list[tuple
     before anything is written."""
     found: list[tuple[Path, int]] = []
     for given in paths:
-        path = Path(given)
+        path = Path(given).expanduser()
         if not path.exists():
             raise InvalidInput(f"no such file or directory: {path}", field="paths")
         for file in importer.files(path):

@@ -45,17 +45,18 @@ def test_claude_code_tree_main_and_sidechain(log: convlog.ConversationLog) -> No
 def test_claude_code_blocks_become_parts(log: convlog.ConversationLog) -> None:
     log.import_("claude-code", [MAIN])
     by_id = {m.message_id: m for m in log.messages(f"claude-code:{SESSION}")}
-    assert by_id["u1"].role == "user" and by_id["u1"].content.startswith("The checkout")
-    [image] = by_id["u1i"].content
+    assert by_id["u1"].role == "user"
+    assert str(by_id["u1"].content).startswith("The checkout")
+    [image] = list(by_id["u1i"].content)
     assert isinstance(image, ImagePart)
     assert (image.media_type, image.size) == ("image/png", 1024)
     assert image.ref.startswith("sha256:") and len(image.ref) == 7 + 64
     assert isinstance(by_id["a1"].content[0], ThinkingPart)
-    [call] = by_id["a3"].content
+    [call] = list(by_id["a3"].content)
     assert isinstance(call, ToolUsePart) and call.name == "Read"
     assert call.arguments == '{"file_path":"/home/dev/shop/tests/checkout.test.ts"}'
     assert by_id["u2"].role == "tool" and by_id["u2"].tool_call_id == "toolu_01Ab"
-    [result] = by_id["u4"].content
+    [result] = list(by_id["u4"].content)
     assert isinstance(result, ToolResultPart) and result.content == "20/20 runs passed."
     assert {by_id[i].response_id for i in ("a1", "a2", "a3")} == {"msg_01Xq7"}
     assert by_id["a1"].created_at is not None and by_id["a1"].created_at.year == 2025
@@ -180,7 +181,7 @@ def test_an_importer_is_a_small_protocol(log: convlog.ConversationLog, tmp_path:
 
 def test_unknown_format_and_missing_path_are_typed_errors(log: convlog.ConversationLog,
                                                           tmp_path: Path) -> None:
-    with pytest.raises(convlog.InvalidInput, match="unknown import format 'gemini'.*codex"):
+    with pytest.raises(convlog.InvalidInput, match=r"unknown import format 'gemini'.*codex"):
         log.import_("gemini", [CLAUDE])
     with pytest.raises(convlog.InvalidInput, match="no such file"):
         log.import_("codex", [tmp_path / "nope"])
@@ -194,3 +195,12 @@ def test_a_directory_yields_only_files_of_the_format(tmp_path: Path) -> None:
 
     assert [p.name for p in CodexImporter().files(tree)] == [
         f"rollout-2025-11-02T10-01-12-{CODEX_ID}.jsonl"]
+
+
+def test_the_readme_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Import history other tools already wrote", 1)[1]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    code = code.replace("sqlite:///imported.db", f"sqlite:///{tmp_path / 'i.db'}")
+    exec(compile(code.replace("~/.claude/projects", str(CLAUDE)), "README", "exec"), {})
+    assert capsys.readouterr().out.split()[:2] == ["2", "15"]
