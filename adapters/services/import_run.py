@@ -134,15 +134,22 @@ def _record(log: ConversationLog, conv: ImportedConversation, summary: ImportSum
     start = StartSession(agent=conv.agent, title=conv.title, workspace=conv.workspace,
                          metadata=conv.metadata)
     try:
-        result = log.execute(conv.key, [start, AppendMessages(messages=conv.messages)])
+        # Known ids are looked up first, so a re-import neither counts the tokens of
+        # messages it will not write nor loses a write to the index's conflict.
+        known = log.known_message_ids(conv.key, [m.id for m in conv.messages])
+        fresh = [m for m in conv.messages if m.id not in known]
+        result = log.execute(conv.key, [start, AppendMessages(messages=fresh)]) if fresh else None
     except InvalidInput as exc:  # decided inside the write: nothing of it was recorded
         return ImportFailure(source=conv.source, key=conv.key,
                              error=f"{conv.source}: conversation {conv.key!r}: {exc}")
     except ConvlogError as exc:
         raise ImportFailed(f"{conv.source}: conversation {conv.key!r}: {exc}") from None
     summary.conversations += 1
+    if result is None:
+        summary.messages_known += len(known)
+        return None
     summary.messages += len(result.appended)
-    summary.messages_known += len(result.skipped)
+    summary.messages_known += len(known) + len(result.skipped)
     if result.appended:
         summary.conversations_changed += 1
         _count_usage(conv, frozenset(result.appended), summary, prices, unpriced)

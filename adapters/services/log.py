@@ -195,6 +195,12 @@ class ConversationLog:
         return AppendResult(version=state.version, appended=appended,
                             skipped=[i for i in ids if i not in new], events=len(saved))
 
+    def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` the conversation already holds (indexed queries; an unknown
+        conversation holds none)."""
+        with self._lock:
+            return self._store.index.known_message_ids(conversation_id(key), list(ids))
+
     def import_(self, format: str | Importer, paths: Sequence[str | Path], *,
                 keep_going: bool = False, progress: ProgressCallback | None = None,
                 max_line_bytes: int | None = None) -> ImportSummary:
