@@ -126,6 +126,7 @@ class _Conversation:
                 self.metadata[name] = value
 
     def done(self, title: str | None, summaries: list[str]) -> ImportedConversation:
+        final_usage(self.messages)
         metadata = {**self.metadata, "summaries": summaries} if summaries else self.metadata
         return ImportedConversation(
             key=self.key, messages=self.messages, origins=self.origins, source=self.source,
@@ -209,6 +210,25 @@ class ClaudeCodeImporter:
         if conv is None:
             conv = convs[key] = _Conversation(key, str(path), record.sessionId, sidechain)
         return conv
+
+
+def final_usage(messages: list[Message]) -> None:
+    """Give every record of one response the response's final usage. Claude Code
+    writes a line per content block while it streams, and an early line can carry the
+    usage as it stood then (fewer output tokens); the largest count of each kind is
+    the response's. The views then count it once, on the first record. (A response
+    cut by the end of a file that is still being written keeps the usage it had
+    then: its later lines, imported when the file grew, are not counted again.)"""
+    best: dict[str, Usage] = {}
+    for m in messages:
+        if m.response_id and m.usage is not None:
+            old = best.get(m.response_id)
+            best[m.response_id] = m.usage if old is None else Usage(**{
+                name: max(getattr(old, name), getattr(m.usage, name))
+                for name in Usage.__struct_fields__})
+    for i, m in enumerate(messages):
+        if m.response_id in best and m.usage != best[m.response_id]:
+            messages[i] = msgspec.structs.replace(m, usage=best[m.response_id])
 
 
 def _message(record: Record, message_id: str, body: Body, skipped: dict[str, int]

@@ -64,9 +64,13 @@ def test_claude_code_blocks_become_parts(log: convlog.ConversationLog) -> None:
 
 def test_usage_repeated_per_block_is_counted_once(log: convlog.ConversationLog) -> None:
     summary = log.import_("claude-code", [MAIN])
-    # three lines repeat msg_01Xq7's usage; counted once, as in the views
+    # three lines repeat msg_01Xq7's usage; counted once, as in the views, and at
+    # its final value (the streamed lines a1, a2 say 9 and 41 output tokens, a3 312)
     assert summary.cache_read_tokens == 11230 + 16242 + 16662 + 16662
     assert summary.output_tokens == 312 + 88 + 64 + 18
+    by_id = {m.message_id: m for m in log.messages(f"claude-code:{SESSION}")}
+    usages = {by_id[i].usage for i in ("a1", "a2", "a3")}
+    assert [u.output_tokens for u in usages if u is not None] == [312]
     [row] = log.costs(by="conversation")
     assert row.cache_read_tokens == summary.cache_read_tokens
     assert row.output_tokens == summary.output_tokens
