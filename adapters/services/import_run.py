@@ -96,6 +96,9 @@ def run_import(log: ConversationLog, importer: Importer, paths: Sequence[str | P
     skipped: Counter[str] = Counter()
     unpriced: set[str] = set()
     done = 0
+    if progress is not None:  # the totals, before the first file is read
+        progress(ImportProgress(bytes_done=0, bytes_total=summary.bytes, files_done=0,
+                                files_total=len(files), conversations=0, messages=0))
     for number, (file, size) in enumerate(files, start=1):
         try:
             for item in importer.conversations(file):

@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -143,7 +146,8 @@ def test_progress_is_reported_per_file(log: convlog.ConversationLog, tmp_path: P
         write(tmp_path / f"{name}.jsonl", record("u1", sessionId=name))
     seen: list[convlog.ImportProgress] = []
     log.import_("claude-code", [tmp_path], progress=seen.append)
-    assert [(p.files_done, p.files_total, p.messages) for p in seen] == [(1, 2, 1), (2, 2, 2)]
+    assert [(p.files_done, p.files_total, p.messages) for p in seen] == [
+        (0, 2, 0), (1, 2, 1), (2, 2, 2)]
     assert seen[-1].bytes_done == seen[-1].bytes_total > 0
 
 
@@ -167,7 +171,7 @@ def test_cli_exit_codes_summary_and_json(tmp_path: Path, capsys: pytest.CaptureF
     assert cli(db, "import", "claude-code", str(tmp_path / "bad.jsonl")) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"convlog: error: {tmp_path / 'bad.jsonl'}:1: not valid JSON")
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "\x1b[" not in err  # no progress bar off a terminal
     assert cli(db, "import", "claude-code", "--keep-going", "--json", str(tmp_path)) == 1
     out, err = capsys.readouterr()
     summary = json.loads(out)
@@ -175,6 +179,30 @@ def test_cli_exit_codes_summary_and_json(tmp_path: Path, capsys: pytest.CaptureF
     assert "1 conversation(s) or file(s) could not be imported" in err
     assert cli(db, "import", "gemini", str(tmp_path)) == 2
     assert "unknown import format 'gemini'" in capsys.readouterr().err
+
+
+def test_the_progress_bar_shows_on_a_terminal(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        write(tmp_path / f"{name}.jsonl", record("u1", sessionId=name))
+    controller, terminal = pty.openpty()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "convlog"), "--db", str(tmp_path / "c.db"),
+         "import", "claude-code", str(tmp_path)], stdout=subprocess.PIPE, stderr=terminal,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "120"}, timeout=120, check=False)
+    os.close(terminal)
+    shown = b""
+    while select.select([controller], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal's other side is closed: all was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    assert done.returncode == 0
+    assert b"importing" in shown and b"2/2 files" in shown, shown[-300:]
+    assert b"imported 2 conversation(s)" in done.stdout
 
 
 MEASURE = """

@@ -11,6 +11,7 @@ import pytest
 
 import convlog
 from convlog.domain.content import ImagePart, ThinkingPart, ToolResultPart, ToolUsePart
+from tests.conftest import BACKENDS, open_backend
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
 CLAUDE = FIXTURES / "claude-code"
@@ -208,3 +209,31 @@ def test_the_readme_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[s
     code = code.replace("sqlite:///imported.db", f"sqlite:///{tmp_path / 'i.db'}")
     exec(compile(code.replace("~/.claude/projects", str(CLAUDE)), "README", "exec"), {})
     assert capsys.readouterr().out.split()[:2] == ["2", "15"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_imports_each_conversation_once(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    with open_backend(backend, tmp_path, request) as log:
+        first = [log.import_(fmt, [FIXTURES / fmt]) for fmt in ("claude-code", "codex", "openai")]
+        again = [log.import_(fmt, [FIXTURES / fmt]) for fmt in ("claude-code", "codex", "openai")]
+        assert [s.messages for s in first] == [15, 6, 13]
+        assert [(s.messages, s.messages_known) for s in again] == [(0, 15), (0, 6), (0, 13)]
+        assert len(log.messages(f"claude-code:{SESSION}")) == 11
+
+
+def test_an_old_codex_rollout_without_the_envelope(log: convlog.ConversationLog,
+                                                  tmp_path: Path) -> None:
+    path = tmp_path / "rollout-2025-05-01-old.jsonl"
+    path.write_text(
+        '{"id": "0196-old", "timestamp": "2025-05-01T10:00:00Z", "instructions": null}\n'
+        '{"record_type": "state"}\n'
+        '{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}\n'
+        '{"type": "function_call", "name": "shell", "arguments": "{\\"command\\": [\\"ls\\"]}",'
+        ' "call_id": "c1"}\n'
+        '{"type": "function_call_output", "call_id": "c1", "output": "README.md"}\n')
+    summary = log.import_("codex", [path])
+    assert summary.skipped == {"state": 1}
+    messages = log.messages("codex:0196-old")
+    assert [(m.message_id, m.role) for m in messages] == [
+        ("line-3", "user"), ("line-4", "assistant"), ("line-5", "tool")]
