@@ -25,14 +25,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-going", action="store_true",
                    help="import the other conversations when one fails; list every "
                         "failure at the end (exit status 1)")
-    p.add_argument("--max-line-mb", type=int, default=64, metavar="MB",
+    p.add_argument("--max-line-mb", type=_megabytes, default=64, metavar="MB",
                    help="a longer line is an error, found without reading it whole "
                         "(default 64)")
 
 
+def _megabytes(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"expected a whole number of MB > 0, got {text!r}")
+    return int(text)
+
+
 def cmd_import(log: ConversationLog, args: argparse.Namespace) -> None:
-    if args.max_line_mb <= 0:
-        raise ConvlogError("--max-line-mb must be a whole number > 0")
     with _progress(enabled=not args.json and sys.stderr.isatty()) as progress:
         summary = log.import_(args.format, args.paths, keep_going=args.keep_going,
                               progress=progress, max_line_bytes=args.max_line_mb * 2**20)

@@ -179,6 +179,23 @@ def test_cli_exit_codes_summary_and_json(tmp_path: Path, capsys: pytest.CaptureF
     assert "1 conversation(s) or file(s) could not be imported" in err
     assert cli(db, "import", "gemini", str(tmp_path)) == 2
     assert "unknown import format 'gemini'" in capsys.readouterr().err
+    assert cli(db, "import", "codex", "--max-line-mb", "0", str(tmp_path)) == 2
+    assert "expected a whole number of MB > 0" in capsys.readouterr().err
+
+
+def test_a_json_document_over_the_limit_and_empty_files(log: convlog.ConversationLog,
+                                                        tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"messages": [{"role": "user", "content": "x" * 3000}]}))
+    with pytest.raises(convlog.ImportFailed, match=r"big\.json: a JSON document of 3,0\d\d "
+                                                    r"bytes is over the limit of 1,000"):
+        log.import_("openai", [big], max_line_bytes=1000)
+    for name in ("empty.jsonl", "empty.json"):
+        (tmp_path / name).write_text("")
+    summary = log.import_("openai", [tmp_path / "empty.jsonl"])
+    assert (summary.files, summary.conversations) == (1, 0)
+    with pytest.raises(convlog.ImportFailed, match=r"empty\.json: not valid JSON"):
+        log.import_("openai", [tmp_path / "empty.json"])
 
 
 def test_the_progress_bar_shows_on_a_terminal(tmp_path: Path) -> None:
