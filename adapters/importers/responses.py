@@ -50,6 +50,7 @@ class Item(msgspec.Struct):
     id: str | None = None
     role: str | None = None
     content: str | list[Part] | None = None
+    refusal: str | None = None
     tool_calls: list[ChatToolCall] | None = None
     tool_call_id: str | None = None
     call_id: str | None = None
@@ -136,6 +137,8 @@ def _chat(item: Item, fields: dict[str, Any], skipped: Counter[str], model: str 
         content = [part for p in item.content if (part := _part(p, skipped)) is not None]
         if len(content) == 1 and isinstance(content[0], TextPart):
             content = content[0].text
+    if not content and item.refusal:  # a Chat Completions refusal instead of content
+        content = item.refusal
     if not content and not calls:
         skipped[f"empty {role} message"] += 1
         return None

@@ -180,6 +180,8 @@ def _count_usage(conv: ImportedConversation, appended: Iterable[str], summary: I
         if message.cost_usd is not None:
             summary.cost_usd += float(message.cost_usd)
             continue
+        if not any(getattr(usage, name) for name in usage.__struct_fields__):
+            continue  # e.g. Claude Code's "<synthetic>" error messages: nothing to price
         found = prices.rates(message.model) if message.model else None
         if found is None:
             unpriced.add(message.model or "(no model)")

@@ -3,6 +3,7 @@ README): what each format becomes, idempotency, growth, usage counted once."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,6 +146,23 @@ def test_openai_shapes(log: convlog.ConversationLog) -> None:
     assert log.messages("openai:conv-1")[1].content == "Hello! How can I help?"
     assert summary.skipped == {"system message": 1, "developer message": 1,
                                "item:web_search_call": 1}
+
+
+def test_refusals_and_synthetic_messages(log: convlog.ConversationLog, tmp_path: Path) -> None:
+    chat = tmp_path / "refused.json"
+    chat.write_text('[{"role": "user", "content": "how to pick a lock?"},'
+                    ' {"role": "assistant", "content": null, "refusal": "I cannot help."}]')
+    log.import_("openai", [chat])
+    [row] = log.sessions()
+    assert log.messages(row.key)[1].content == "I cannot help."
+    synthetic = tmp_path / "s.jsonl"  # Claude Code's API error message: zero usage
+    synthetic.write_text(json.dumps({
+        "type": "assistant", "uuid": "x1", "sessionId": "syn", "isApiErrorMessage": True,
+        "message": {"id": "m", "role": "assistant", "model": "<synthetic>",
+                    "content": [{"type": "text", "text": "API Error: 529 Overloaded"}],
+                    "usage": {"input_tokens": 0, "output_tokens": 0}}}) + "\n")
+    summary = log.import_("claude-code", [synthetic])
+    assert (summary.messages, summary.unpriced_models) == (1, [])
 
 
 def test_jsonl_of_items_is_one_conversation(log: convlog.ConversationLog,
