@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -157,7 +158,7 @@ class ClaudeCodeImporter:
         convs: dict[str, _Conversation] = {}
         main: _Conversation | None = None
         summaries: list[str] = []
-        skipped: dict[str, int] = {}
+        skipped: Counter[str] = Counter()
         for number, raw in read_lines(path, self.max_line_bytes):
             where = f"{path}:{number}"
             record = decode(raw, Record, where)
@@ -165,7 +166,7 @@ class ClaudeCodeImporter:
                 summaries.append(record.summary)
                 continue
             if record.type not in ("user", "assistant"):
-                skipped[record.type] = skipped.get(record.type, 0) + 1
+                skipped[record.type] += 1
                 continue
             conv = self._conversation(convs, record, path)
             if not conv.metadata.get("sidechain"):
@@ -173,7 +174,7 @@ class ClaudeCodeImporter:
             conv.note(record)
             message_id = record.uuid or f"line-{number}"
             if message_id in conv.ids:
-                skipped["duplicate record"] = skipped.get("duplicate record", 0) + 1
+                skipped["duplicate record"] += 1
                 continue
             try:
                 message = _message(record, message_id, decode(record.message, Body, where),
@@ -194,7 +195,7 @@ class ClaudeCodeImporter:
         elif skipped or summaries:  # a file of only non-message records
             out.append(ImportedConversation(
                 key=f"claude-code:{path.stem}", messages=[], origins=[], source=str(path),
-                skipped=msgspec.convert(skipped, dict[str, int])))
+                skipped=skipped))
         return out
 
     def _conversation(self, convs: dict[str, _Conversation], record: Record,
@@ -231,7 +232,7 @@ def final_usage(messages: list[Message]) -> None:
             messages[i] = msgspec.structs.replace(m, usage=best[m.response_id])
 
 
-def _message(record: Record, message_id: str, body: Body, skipped: dict[str, int]
+def _message(record: Record, message_id: str, body: Body, skipped: Counter[str]
              ) -> Message | None:
     content: str | list[AnyPart]
     if isinstance(body.content, str):
@@ -240,7 +241,7 @@ def _message(record: Record, message_id: str, body: Body, skipped: dict[str, int
         content = [part for block in body.content
                    if (part := _part(block, skipped)) is not None]
     if not content:
-        skipped[f"empty {record.type}"] = skipped.get(f"empty {record.type}", 0) + 1
+        skipped[f"empty {record.type}"] += 1
         return None
     results = [p for p in content if isinstance(p, ToolResultPart)] if isinstance(
         content, list) else []
@@ -258,7 +259,7 @@ def _message(record: Record, message_id: str, body: Body, skipped: dict[str, int
         created_at=record.timestamp)
 
 
-def _part(block: Block, skipped: dict[str, int]) -> AnyPart | None:
+def _part(block: Block, skipped: Counter[str]) -> AnyPart | None:
     kind = block.type
     if kind == "text" and block.text is not None:
         return TextPart(text=block.text)
@@ -272,7 +273,7 @@ def _part(block: Block, skipped: dict[str, int]) -> AnyPart | None:
                               is_error=bool(block.is_error))
     if kind == "image" and block.source is not None:
         return image(block.source)
-    skipped[f"block:{kind}"] = skipped.get(f"block:{kind}", 0) + 1
+    skipped[f"block:{kind}"] += 1
     return None
 
 
