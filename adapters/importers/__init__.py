@@ -3,7 +3,8 @@
 One module per format (`claude_code`, `openai`, `codex`), each an `Importer`
 (convlog.services.importing) registered under the ``convlog.importers`` entry points;
 `lines` reads files line by line with a bound on a line's size, `responses` maps the
-OpenAI Responses item shape that both `openai` and `codex` use. Importers only read:
+OpenAI message and item shapes that both `openai` and `codex` use, `anthropic_blocks`
+the content blocks of Claude Code's records. Importers only read:
 the driver in convlog.services.import_run records each conversation as one batch.
 
 May import: the facade (`convlog`), convlog.services, convlog.domain,
