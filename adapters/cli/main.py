@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, NoReturn
 
 import convlog
@@ -197,9 +198,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "replay":  # usage errors come before opening anything
             args.until = parse_until(args.until)
-        if args.command == "import" and args.format not in available_formats():
-            raise UsageError(f"unknown import format {args.format!r}; known formats: "
-                             + ", ".join(available_formats()))
+        if args.command == "import":  # before a database is created for nothing
+            if args.format not in available_formats():
+                raise UsageError(f"unknown import format {args.format!r}; known formats: "
+                                 + ", ".join(available_formats()))
+            for path in args.paths:
+                if not Path(path).expanduser().exists():
+                    raise ConvlogError(f"{path}: no such file or directory")
         # Reading commands never create a database as a side effect.
         with convlog.open(args.db, create=args.command in CREATES_DATABASE) as log:
             COMMANDS[args.command](log, args)

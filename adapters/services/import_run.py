@@ -74,7 +74,7 @@ def collect_files(importer: Importer, paths: Sequence[str | Path]) -> list[tuple
     for given in paths:
         path = Path(given).expanduser()
         if not path.exists():
-            raise InvalidInput(f"no such file or directory: {path}", field="paths")
+            raise InvalidInput("no such file or directory", where=str(path))
         for file in importer.files(path):
             try:
                 found.append((file, file.stat().st_size))

@@ -179,6 +179,11 @@ def test_cli_exit_codes_summary_and_json(tmp_path: Path, capsys: pytest.CaptureF
     assert "1 conversation(s) or file(s) could not be imported" in err
     assert cli(db, "import", "gemini", str(tmp_path)) == 2
     assert "unknown import format 'gemini'" in capsys.readouterr().err
+    fresh = tmp_path / "never.db"
+    assert cli(fresh, "import", "codex", str(tmp_path / "nope")) == 1
+    missing = f"convlog: error: {tmp_path / 'nope'}: no such file or directory\n"
+    assert capsys.readouterr().err == missing
+    assert not fresh.exists()  # checked before a database is created
     assert cli(db, "import", "codex", "--max-line-mb", "0", str(tmp_path)) == 2
     assert "expected a whole number of MB > 0" in capsys.readouterr().err
 
