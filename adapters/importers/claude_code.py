@@ -116,7 +116,7 @@ class ClaudeCodeImporter:
         skipped: Counter[str] = Counter()
         for number, raw in read_lines(path, self.max_line_bytes):
             where = f"{path}:{number}"
-            record = decode(raw, Record, where)
+            record = _record(raw, where)
             if record.type == "summary" and record.summary:
                 summaries.append(record.summary)
                 continue
@@ -166,6 +166,27 @@ class ClaudeCodeImporter:
         if conv is None:
             conv = convs[key] = _Conversation(key, str(path), record.sessionId, sidechain)
         return conv
+
+
+class _Type(msgspec.Struct):
+    type: str = "(none)"
+
+
+_READ = ("user", "assistant", "summary")
+
+
+def _record(raw: bytes, where: str) -> Record:
+    """The record on a line. A record of a type convlog does not read is skipped even
+    when its other fields have shapes convlog does not expect (a future version's)."""
+    try:
+        return decode(raw, Record, where)
+    except InvalidInput as exc:
+        if exc.field is None:  # not JSON at all: an error whatever the type
+            raise
+        kind = decode(raw, _Type, where).type
+        if kind in _READ:
+            raise
+        return Record(type=kind)
 
 
 def final_usage(messages: list[Message]) -> None:

@@ -95,8 +95,8 @@ def test_unknown_record_and_block_types_are_counted_never_fatal(
     future = {"type": "assistant", "uuid": "a1", "sessionId": SESSION,
               "message": {"role": "assistant", "content": [
                   {"type": "hologram", "data": {"x": 1}}, {"type": "text", "text": "ok"}]}}
-    path = write(tmp_path / "s.jsonl", {"type": "teleport", "message": [1, 2]}, record("u1"),
-                 future, {"no_type": True})
+    path = write(tmp_path / "s.jsonl", {"type": "teleport", "message": [1, 2], "uuid": 7},
+                 record("u1"), future, {"no_type": True})
     summary = log.import_("claude-code", [path])
     assert summary.messages == 2
     assert summary.skipped == {"teleport": 1, "block:hologram": 1, "(none)": 1}
