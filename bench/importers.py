@@ -4,7 +4,8 @@ Run with ``.venv/bin/python -m bench.importers [--quick]`` (``make bench`` runs 
 It writes a ``~/.claude/projects``-style tree (full: 1,000 transcripts, ~500 MB;
 quick: 40, ~20 MB) whose lines have the shapes and proportions of real ones (one
 line per content block with the usage repeated, tool results echoed in
-``toolUseResult``, file snapshots, a subagent transcript every tenth session), and a
+``toolUseResult``, file snapshots, a subagent transcript every tenth session) and
+real text (this repository's docs as prose, its sources as tool output), and a
 Codex rollout tree of a tenth of that size; then imports each into a new SQLite log
 in a CHILD process, which reports its wall time and its own peak RSS (so the figure
 is the importer's, not this generator's). A second import of the same tree measures
@@ -43,13 +44,25 @@ peak = next(int(line.split()[1]) for line in open("/proc/self/status")
 print(json.dumps({"runs": runs, "peak_rss_mib": peak / 1024}))
 """
 
-WORDS = ("the", "test", "awaits", "checkout", "cart", "promise", "race", "fix", "retry",
-         "queue", "index", "build", "lint", "module", "import", "deploy", "cache", "token",
-         "budget", "resume", "session", "agent", "tool", "result")
+ROOT = Path(__file__).resolve().parents[1]
+# Real text, so that the tokenizer works as hard as on real transcripts (a small
+# vocabulary of common words would flatter it): prose from the docs, code from the
+# sources, both of this repository.
+PROSE = " ".join((ROOT / name).read_text() for name in ("README.md", "BENCHMARKS.md")).split()
+CODE = [line for folder in ("adapters", "domain", "projections")
+        for path in sorted((ROOT / folder).rglob("*.py")) for line in path.read_text().splitlines()]
 
 
 def prose(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(words))
+    start = rng.randrange(len(PROSE) - words)
+    return " ".join(PROSE[start:start + words])
+
+
+def code(rng: random.Random, lines: int) -> str:
+    """A file slice as Claude Code's Read tool shows it (numbered lines)."""
+    start = rng.randrange(len(CODE) - lines)
+    return "\n".join(f"{n:>6}\u2192{text}" for n, text in
+                     enumerate(CODE[start:start + lines], start=start + 1))
 
 
 def claude_session(rng: random.Random, session: str, turns: int, sidechain: str | None = None
@@ -92,7 +105,7 @@ def claude_session(rng: random.Random, session: str, turns: int, sidechain: str 
                 line("assistant", {"id": mid, "type": "message", "role": "assistant",
                                    "model": "claude-sonnet-4-5-20250929", "content": [block],
                                    "stop_reason": None, "usage": usage}, requestId=req)
-            output = "\n".join(f"{n:>6}\u2192{prose(rng, 8)}" for n in range(rng.randint(20, 160)))
+            output = code(rng, rng.randint(20, 160))
             line("user", {"role": "user", "content": [
                 {"tool_use_id": tool_id, "type": "tool_result", "content": output}]},
                 toolUseResult={"type": "text", "file": {"filePath": "src/m.py", "content": output,
@@ -120,7 +133,7 @@ def codex_rollout(rng: random.Random, session: str, turns: int) -> list[dict[str
             lines.append(wrap("event_msg", {"type": "token_count", "info": {"last_token_usage": {
                 "input_tokens": 9000, "cached_input_tokens": 3000, "output_tokens": 200}}}))
             lines.append(wrap("response_item", {"type": "function_call_output", "call_id": call,
-                                                "output": prose(rng, rng.randint(50, 600))}))
+                                                "output": code(rng, rng.randint(5, 60))}))
         lines.append(wrap("response_item", {"type": "message", "role": "assistant", "content": [
             {"type": "output_text", "text": prose(rng, rng.randint(20, 200))}]}))
     return lines
