@@ -90,6 +90,12 @@ def test_negative_usage_is_refused(log: convlog.ConversationLog, tmp_path: Path)
         f"{path}:1: field 'usage.input_tokens': token counts cannot be negative")
 
 
+def test_a_session_id_that_cannot_be_a_key(log: convlog.ConversationLog, tmp_path: Path) -> None:
+    path = write(tmp_path / "s.jsonl", record("u1", sessionId="bad\nid"))
+    assert failing(log, path) == (f"{path}: conversation 'claude-code:bad\\nid': field 'key': "
+                                  "conversation key contains control characters")
+
+
 def test_unknown_record_and_block_types_are_counted_never_fatal(
         log: convlog.ConversationLog, tmp_path: Path) -> None:
     future = {"type": "assistant", "uuid": "a1", "sessionId": SESSION,
