@@ -65,6 +65,13 @@ class EventMsg(msgspec.Struct):
     info: TokenInfo | None = None
 
 
+class _Kind(msgspec.Struct):
+    type: str | None = None
+
+
+_READ = ("session_meta", "turn_context", "response_item", "event_msg")
+
+
 class _Rollout:
     """One rollout being read."""
 
@@ -144,7 +151,16 @@ class CodexImporter:
         rollout = _Rollout(path)
         for number, raw in read_lines(path, self.max_line_bytes):
             where = f"{path}:{number}"
-            line = decode(raw, Line, where)
+            try:
+                line = decode(raw, Line, where)
+            except InvalidInput as exc:
+                # A line of a type convlog does not read is skipped, whatever its
+                # other fields look like (a newer Codex's); one it reads is an error.
+                kind = decode(raw, _Kind, where).type if exc.field else None
+                if kind is None or kind in _READ:
+                    raise
+                rollout.conv.skipped[kind] += 1
+                continue
             try:
                 self._line(rollout, line, raw, number, where)
             except InvalidInput as exc:

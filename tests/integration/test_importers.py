@@ -246,12 +246,13 @@ def test_an_old_codex_rollout_without_the_envelope(log: convlog.ConversationLog,
     path.write_text(
         '{"id": "0196-old", "timestamp": "2025-05-01T10:00:00Z", "instructions": null}\n'
         '{"record_type": "state"}\n'
+        '{"type": "future_kind", "timestamp": 5, "payload": {}}\n'
         '{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}\n'
         '{"type": "function_call", "name": "shell", "arguments": "{\\"command\\": [\\"ls\\"]}",'
         ' "call_id": "c1"}\n'
         '{"type": "function_call_output", "call_id": "c1", "output": "README.md"}\n')
     summary = log.import_("codex", [path])
-    assert summary.skipped == {"state": 1}
+    assert summary.skipped == {"state": 1, "future_kind": 1}
     messages = log.messages("codex:0196-old")
     assert [(m.message_id, m.role) for m in messages] == [
-        ("line-3", "user"), ("line-4", "assistant"), ("line-5", "tool")]
+        ("line-4", "user"), ("line-5", "assistant"), ("line-6", "tool")]
