@@ -5,7 +5,8 @@ git) starts the conversation ``codex:<id>``; ``response_item`` payloads are Resp
 API items (messages, function calls and outputs, reasoning summaries), mapped as the
 `openai` importer maps them; ``turn_context`` says which model answers next;
 ``event_msg`` ``token_count`` events carry the usage of the last model response, put
-on the last assistant message before them. The other event messages repeat what the
+on the last assistant message before them (rollouts that give only the running total
+are counted by its difference from the previous one; a repeated count adds nothing). The other event messages repeat what the
 items already say and are skipped and counted. Rollout items have no ids, so a
 message's id is its line (``line-12``): rollouts are append-only, so a grown file
 adds only its new lines. Older rollouts (items without the envelope, a first line
@@ -21,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from convlog.domain.content import Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
 from convlog.importers.lines import MAX_LINE_BYTES, decode, located, read_lines
@@ -58,6 +60,7 @@ class TurnContext(msgspec.Struct):
 
 class TokenInfo(msgspec.Struct):
     last_token_usage: ApiUsage | None = None
+    total_token_usage: ApiUsage | None = None
 
 
 class EventMsg(msgspec.Struct):
@@ -82,6 +85,7 @@ class _Rollout:
                                          metadata={"source": "codex"})
         self.model: str | None = None
         self.unpriced_from = 0  # messages before this index already had their usage
+        self.total = Usage()  # the running total of the rollout's last token count
         self.ids: set[str] = set()
 
     def meta(self, meta: Meta) -> None:
@@ -102,13 +106,23 @@ class _Rollout:
         self.conv.workspace = self.conv.workspace or context.cwd
 
     def tokens(self, event: EventMsg) -> None:
-        if event.info is None or event.info.last_token_usage is None:
+        """The usage of the last model response goes on the last assistant message
+        since the previous count. Rollouts that give only the running total are
+        counted by its difference from the previous total."""
+        if event.info is None:
+            return
+        total = usage(event.info.total_token_usage) if event.info.total_token_usage else None
+        last = usage(event.info.last_token_usage) if event.info.last_token_usage else None
+        if (last is None or last == Usage()) and total is not None:
+            last = Usage(**{name: max(getattr(total, name) - getattr(self.total, name), 0)
+                            for name in Usage.__struct_fields__})
+        self.total = total or self.total
+        if last is None or last == Usage():
             return
         messages = self.conv.messages
         for i in range(len(messages) - 1, self.unpriced_from - 1, -1):
             if messages[i].role == "assistant":
-                messages[i] = msgspec.structs.replace(
-                    messages[i], usage=usage(event.info.last_token_usage))
+                messages[i] = msgspec.structs.replace(messages[i], usage=last)
                 self.unpriced_from = len(messages)  # a repeated count finds nothing new
                 return
 

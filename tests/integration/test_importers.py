@@ -256,3 +256,25 @@ def test_an_old_codex_rollout_without_the_envelope(log: convlog.ConversationLog,
     messages = log.messages("codex:0196-old")
     assert [(m.message_id, m.role) for m in messages] == [
         ("line-4", "user"), ("line-5", "assistant"), ("line-6", "tool")]
+
+
+def test_codex_counts_that_give_only_the_running_total(log: convlog.ConversationLog,
+                                                      tmp_path: Path) -> None:
+    def line(kind: str, payload: dict[str, object]) -> str:
+        return json.dumps({"type": kind, "payload": payload}) + "\n"
+
+    def answer(text: str) -> str:
+        return line("response_item", {"type": "message", "role": "assistant",
+                                      "content": [{"type": "output_text", "text": text}]})
+
+    def total(i: int, cached: int, o: int) -> str:
+        return line("event_msg", {"type": "token_count", "info": {"total_token_usage": {
+            "input_tokens": i, "cached_input_tokens": cached, "output_tokens": o}}})
+
+    path = tmp_path / "rollout-x.jsonl"
+    path.write_text(line("session_meta", {"id": "tot"}) + answer("one") + total(100, 40, 10)
+                    + total(100, 40, 10) + answer("two") + total(250, 140, 25))
+    log.import_("codex", [path])
+    assert [m.usage for m in log.messages("codex:tot")] == [
+        convlog.Usage(input_tokens=60, output_tokens=10, cache_read_tokens=40),
+        convlog.Usage(input_tokens=50, output_tokens=15, cache_read_tokens=100)]
