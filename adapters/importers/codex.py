@@ -6,8 +6,9 @@ API items (messages, function calls and outputs, reasoning summaries), mapped as
 `openai` importer maps them; ``turn_context`` says which model answers next;
 ``event_msg`` ``token_count`` events carry the usage of the last model response, put
 on the last assistant message before them (rollouts that give only the running total
-are counted by its difference from the previous one; a repeated count adds nothing). The other event messages repeat what the
-items already say and are skipped and counted. Rollout items have no ids, so a
+are counted by its difference from the previous one; a repeated count adds nothing).
+The other event messages repeat what the items already say and are skipped and
+counted. Rollout items have no ids, so a
 message's id is its line (``line-12``): rollouts are append-only, so a grown file
 adds only its new lines. Older rollouts (items without the envelope, a first line
 with the session id) are read too.
