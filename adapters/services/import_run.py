@@ -1,25 +1,33 @@
 """The import driver: every conversation an importer reads becomes ONE atomic batch.
 
 Idempotency comes from the log itself: message ids are taken from the records, and a
-batch skips the ids the conversation already holds, so importing a file twice adds
-nothing and a file that grew adds only its new records. Usage repeated across the
-records of one provider response (same `response_id`) is counted once in the summary,
-as the views count it; tokens and cost are those of the messages added by this run.
+batch skips the ids the conversation already holds (looked up before the write, so a
+re-import counts no tokens), so importing a file twice adds nothing and a file that
+grew adds only its new records.
+
+Most of a first import's time is the exact token count of every message. It runs in
+worker threads (the tokenizer's Rust core releases the GIL) while this thread reads
+the next conversations and writes the counted ones, in their order: at most
+`READ_AHEAD` conversations are held in memory at once.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from convlog.accounting.prices import PriceTable
+from convlog.accounting.tokens import with_token_count
 from convlog.domain.conversation import AppendMessages, StartSession
 from convlog.domain.errors import ConvlogError, InvalidInput
+from convlog.domain.messages import Message
+from convlog.services.import_usage import count_usage
 from convlog.services.importing import (
     ImportedConversation,
     Importer,
@@ -65,6 +73,24 @@ class ImportProgress(msgspec.Struct, frozen=True, kw_only=True):
 
 
 ProgressCallback = Callable[[ImportProgress], None]
+READ_AHEAD = 4
+"""Conversations read (and being counted) ahead of the one being written."""
+COUNTING_THREADS = 2
+
+
+class _Counted(msgspec.Struct):
+    """A conversation read, whose new messages are being counted."""
+
+    conv: ImportedConversation
+    known: set[str]
+    fresh: Future[list[Message]] | None
+
+
+class _FileRead(msgspec.Struct):
+    """Every conversation of file `number` is queued before this marker."""
+
+    number: int
+    size: int
 
 
 def collect_files(importer: Importer, paths: Sequence[str | Path]) -> list[tuple[Path, int]]:
@@ -91,109 +117,106 @@ def run_import(log: ConversationLog, importer: Importer, paths: Sequence[str | P
     with it, every failure is collected in the summary and the rest is imported."""
     started = time.perf_counter()
     files = collect_files(importer, paths)
-    summary = ImportSummary(format=importer.name, files=len(files),
-                            bytes=sum(size for _, size in files))
-    skipped: Counter[str] = Counter()
-    unpriced: set[str] = set()
-    done = 0
-    if progress is not None:  # the totals, before the first file is read
-        progress(ImportProgress(bytes_done=0, bytes_total=summary.bytes, files_done=0,
-                                files_total=len(files), conversations=0, messages=0))
-    for number, (file, size) in enumerate(files, start=1):
-        try:
-            for item in importer.conversations(file):
-                failure = item if isinstance(item, ImportFailure) else _record(
-                    log, item, summary, prices, unpriced)
-                if isinstance(item, ImportedConversation):
-                    skipped.update(item.skipped)
-                if failure is not None:
-                    if not keep_going:
-                        raise ImportFailed(failure.error)
-                    summary.failures.append(failure)
-        except OSError as exc:  # a file that vanished or cannot be read mid-way
-            failure = ImportFailure(source=str(file), error=f"{file}: {exc.strerror or exc}")
-            if not keep_going:
-                raise ImportFailed(failure.error) from None
-            summary.failures.append(failure)
-        done += size
-        if progress is not None:
-            progress(ImportProgress(bytes_done=done, bytes_total=summary.bytes,
-                                    files_done=number, files_total=len(files),
-                                    conversations=summary.conversations,
-                                    messages=summary.messages))
-    summary.skipped = dict(skipped.most_common())
-    summary.unpriced_models = sorted(unpriced)
+    run = _Run(log, ImportSummary(format=importer.name, files=len(files),
+                                  bytes=sum(size for _, size in files)),
+               prices, keep_going, progress, len(files))
+    run.report(0)
+    with ThreadPoolExecutor(COUNTING_THREADS, thread_name_prefix="convlog-import") as pool:
+        for number, (file, size) in enumerate(files, start=1):
+            try:
+                for item in importer.conversations(file):
+                    run.queue.append(item if isinstance(item, ImportFailure)
+                                     else _count(log, item, pool))
+                    run.write(READ_AHEAD)
+            except OSError as exc:  # a file that vanished or cannot be read mid-way
+                run.queue.append(ImportFailure(source=str(file),
+                                               error=f"{file}: {exc.strerror or exc}"))
+            run.queue.append(_FileRead(number=number, size=size))
+            run.write(READ_AHEAD)
+        run.write(0)
+    summary = run.summary
+    summary.skipped = dict(run.skipped.most_common())
+    summary.unpriced_models = sorted(run.unpriced)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 
 
-def _record(log: ConversationLog, conv: ImportedConversation, summary: ImportSummary,
-            prices: PriceTable, unpriced: set[str]) -> ImportFailure | None:
-    """One conversation, one batch: the start (a no-op when it exists) and every
-    message; known ids are skipped by the log."""
-    if not conv.messages:
-        conv.skipped["empty conversation"] += 1
-        return None
-    start = StartSession(agent=conv.agent, title=conv.title, workspace=conv.workspace,
-                         metadata=conv.metadata)
+def _count(log: ConversationLog, conv: ImportedConversation, pool: ThreadPoolExecutor
+           ) -> _Counted | ImportFailure:
+    """Look the conversation's known ids up, and count its new messages in `pool`."""
     try:
-        # Known ids are looked up first, so a re-import neither counts the tokens of
-        # messages it will not write nor loses a write to the index's conflict.
         known = log.known_message_ids(conv.key, [m.id for m in conv.messages])
-        fresh = [m for m in conv.messages if m.id not in known]
-        result = log.execute(conv.key, [start, AppendMessages(messages=fresh)]) if fresh else None
-    except InvalidInput as exc:  # decided inside the write: nothing of it was recorded
-        return ImportFailure(source=conv.source, key=conv.key,
-                             error=f"{conv.source}: conversation {conv.key!r}: {exc}")
-    except ConvlogError as exc:
-        raise ImportFailed(f"{conv.source}: conversation {conv.key!r}: {exc}") from None
-    summary.conversations += 1
-    if result is None:
-        summary.messages_known += len(known)
+    except InvalidInput as exc:  # e.g. a key that cannot be a conversation key
+        return _failure(conv, exc)
+    fresh = [m for m in conv.messages if m.id not in known]
+    return _Counted(conv=conv, known=known,
+                    fresh=pool.submit(lambda: [with_token_count(m) for m in fresh])
+                    if fresh else None)
+
+
+def _failure(conv: ImportedConversation, exc: InvalidInput) -> ImportFailure:
+    return ImportFailure(source=conv.source, key=conv.key,
+                         error=f"{conv.source}: conversation {conv.key!r}: {exc}")
+
+
+class _Run:
+    """The writing end: conversations in the order they were read, one batch each."""
+
+    def __init__(self, log: ConversationLog, summary: ImportSummary, prices: PriceTable,
+                 keep_going: bool, progress: ProgressCallback | None, files: int):
+        self.log, self.summary, self.prices = log, summary, prices
+        self.keep_going, self.progress, self.files = keep_going, progress, files
+        self.queue: deque[_Counted | ImportFailure | _FileRead] = deque()
+        self.skipped: Counter[str] = Counter()
+        self.unpriced: set[str] = set()
+        self.bytes_done = 0
+
+    def write(self, keep: int) -> None:
+        """Write queued conversations until at most `keep` are left."""
+        while len(self.queue) > keep:
+            item = self.queue.popleft()
+            if isinstance(item, _FileRead):
+                self.bytes_done += item.size
+                self.report(item.number)
+                continue
+            failure = item if isinstance(item, ImportFailure) else self._record(item)
+            if failure is not None:
+                if not self.keep_going:
+                    raise ImportFailed(failure.error)
+                self.summary.failures.append(failure)
+
+    def report(self, files_done: int) -> None:
+        if self.progress is not None:
+            s = self.summary
+            self.progress(ImportProgress(
+                bytes_done=self.bytes_done, bytes_total=s.bytes, files_done=files_done,
+                files_total=self.files, conversations=s.conversations, messages=s.messages))
+
+    def _record(self, item: _Counted) -> ImportFailure | None:
+        """One conversation, one batch: the start (a no-op when it exists) and its new
+        messages, already counted."""
+        conv, summary = item.conv, self.summary
+        self.skipped.update(conv.skipped)
+        if not conv.messages:
+            self.skipped["empty conversation"] += 1
+            return None
+        summary.conversations += 1
+        if item.fresh is None:
+            summary.messages_known += len(item.known)
+            return None
+        start = StartSession(agent=conv.agent, title=conv.title, workspace=conv.workspace,
+                             metadata=conv.metadata)
+        try:
+            result = self.log.execute(conv.key, [start, AppendMessages(
+                messages=item.fresh.result())])
+        except InvalidInput as exc:  # decided inside the write: nothing of it recorded
+            summary.conversations -= 1
+            return _failure(conv, exc)
+        except ConvlogError as exc:
+            raise ImportFailed(f"{conv.source}: conversation {conv.key!r}: {exc}") from None
+        summary.messages += len(result.appended)
+        summary.messages_known += len(item.known) + len(result.skipped)
+        if result.appended:
+            summary.conversations_changed += 1
+            count_usage(conv, frozenset(result.appended), summary, self.prices, self.unpriced)
         return None
-    summary.messages += len(result.appended)
-    summary.messages_known += len(known) + len(result.skipped)
-    if result.appended:
-        summary.conversations_changed += 1
-        _count_usage(conv, frozenset(result.appended), summary, prices, unpriced)
-    return None
-
-
-def _count_usage(conv: ImportedConversation, appended: Iterable[str], summary: ImportSummary,
-                 prices: PriceTable, unpriced: set[str]) -> None:
-    """Tokens and USD of the messages added now, each provider response once (the
-    first record that carries it, as in the views)."""
-    new = set(appended)
-    seen: set[str] = set()
-    for message in conv.messages:
-        response = message.response_id
-        first = response is None or response not in seen
-        if response is not None:
-            seen.add(response)
-        usage = message.usage
-        if usage is None or not first or message.id not in new:
-            continue
-        summary.input_tokens += usage.input_tokens
-        summary.output_tokens += usage.output_tokens
-        summary.cache_read_tokens += usage.cache_read_tokens
-        summary.cache_write_tokens += usage.cache_write_tokens
-        if message.cost_usd is not None:
-            summary.cost_usd += float(message.cost_usd)
-            continue
-        if not any(getattr(usage, name) for name in usage.__struct_fields__):
-            continue  # e.g. Claude Code's "<synthetic>" error messages: nothing to price
-        found = prices.rates(message.model) if message.model else None
-        if found is None:
-            unpriced.add(message.model or "(no model)")
-            continue
-        rate = found[0]
-        summary.cost_usd += (
-            usage.input_tokens * rate.input_per_mtok
-            + usage.output_tokens * rate.output_per_mtok
-            + usage.cache_read_tokens * _or(rate.cache_read_per_mtok, rate.input_per_mtok)
-            + usage.cache_write_tokens * _or(rate.cache_write_per_mtok, rate.input_per_mtok)
-        ) / 1e6
-
-
-def _or(rate: float | None, default: float) -> float:
-    return default if rate is None else rate
