@@ -8,7 +8,7 @@ grew adds only its new records.
 Most of a first import's time is the exact token count of every message. It runs in
 worker threads (the tokenizer's Rust core releases the GIL) while this thread reads
 the next conversations and writes the counted ones, in their order: at most
-`READ_AHEAD` conversations are held in memory at once.
+`READ_AHEAD` + 1 conversations wait in memory (besides the file being read).
 """
 
 from __future__ import annotations
