@@ -9,7 +9,9 @@
 
 This module is the public facade; the code behind it lives in rooms by role:
 
-    services/     application services: log, handles, asyncio, resume, context, input
+    services/     application services: log, handles, asyncio, resume, context, input,
+                  the import driver
+    importers/    other tools' history (Claude Code, OpenAI, Codex) -> conversations
     storage/      eventsourcing application, msgspec mapper, sqlite / postgres / memory
     views/        DuckDB read models, analytics, telemetry, chart
     accounting/   token counting and prices
@@ -62,6 +64,8 @@ from convlog.projections.context import Budget
 from convlog.services.builders import assistant, tool, user
 from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
+from convlog.services.import_run import ImportProgress, ImportSummary
+from convlog.services.importing import ImportedConversation, Importer, ImportFailed, ImportFailure
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
 from convlog.services.memory import MemoryBlock
 from convlog.services.privacy import ForgetResult
@@ -184,6 +188,12 @@ __all__ = [
     "EncryptionKeyError",
     "ForgetResult",
     "ImagePart",
+    "ImportFailed",
+    "ImportFailure",
+    "ImportProgress",
+    "ImportSummary",
+    "ImportedConversation",
+    "Importer",
     "InvalidInput",
     "MemoryBlock",
     "MemoryCooling",

@@ -31,6 +31,8 @@ class ImagePart(Part, tag="image", frozen=True):
 
     ref: str
     media_type: str | None = None
+    size: int | None = None
+    """The image's size in bytes, when known (an importer that saw inline data)."""
 
 
 class ToolUsePart(Part, tag="tool_use", frozen=True):

@@ -43,6 +43,7 @@ def samples() -> list[Event]:
             at=AT, message_id="m-17", role="assistant",
             content=[ThinkingPart(text="compare"), TextPart(text="JWT."),
                      ImagePart(ref="file-9", media_type="image/png"),
+                     ImagePart(ref="sha256:9f86d081", media_type="image/png", size=1024),
                      ToolUsePart(id="tu-1", name="grep", arguments='{"q": "auth"}'),
                      ToolResultPart(tool_use_id="tu-1", content="none", is_error=True)],
             tool_calls=[ToolCall(id="call-1", name="read_file", arguments='{"path": "a"}')],

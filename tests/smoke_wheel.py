@@ -45,4 +45,9 @@ with tempfile.TemporaryDirectory() as tmp:
     version = subprocess.run([str(exe), "--version"], check=True, capture_output=True,
                              text=True).stdout
     assert version.strip() == f"convlog {convlog.__version__}", version
+# the importers are found through the wheel's entry points
+from convlog.services.importing import available_formats, find_importer  # noqa: E402
+
+assert {"claude-code", "openai", "codex"} <= set(available_formats()), available_formats()
+assert find_importer("codex").name == "codex"
 print(f"wheel smoke test passed: convlog {convlog.__version__} from {here}")

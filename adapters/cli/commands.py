@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from convlog.cli.acp import cmd_acp
+from convlog.cli.importing import cmd_import
 from convlog.cli.keys import cmd_forget
 from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
@@ -265,6 +266,7 @@ def _when(moment: datetime | None) -> str:
 
 COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "record": cmd_record,
+    "import": cmd_import,
     "sessions": cmd_sessions,
     "show": cmd_show,
     "replay": cmd_replay,

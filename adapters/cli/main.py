@@ -12,16 +12,18 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, NoReturn
 
 import convlog
-from convlog.cli import serve
+from convlog.cli import importing, serve
 from convlog.cli.acp import add_parser as add_acp_parser
 from convlog.cli.commands import COMMANDS
 from convlog.cli.keys import add_parsers as add_key_parsers
 from convlog.cli.keys import run_keys
 from convlog.domain.errors import ConvlogError
 from convlog.projections.formats import FORMATS
+from convlog.services.importing import available_formats
 from convlog.services.jsonlines import LINE_TYPES
 from convlog.storage.urls import DEFAULT_URL, ENV_VAR
 from convlog.views.analytics import COST_GROUPS
@@ -57,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("key", help="conversation key, e.g. discord:thread:42")
     p.add_argument("file", nargs="?", default="-", help="JSON Lines file (default: stdin)")
     p.epilog = f"line types: {', '.join(LINE_TYPES)}"
+
+    importing.add_arguments(command(
+        "import", "import other tools' history (Claude Code, OpenAI messages, Codex)"))
 
     p = command("sessions", "the session catalog: resumable conversations, newest first")
     p.add_argument("--all", action="store_true", help="include archived conversations")
@@ -188,7 +193,7 @@ def parse_until(text: str | None) -> int | datetime | None:
 # ------------------------------------------------------------------- commands
 
 
-CREATES_DATABASE = {"record", "acp", "serve"}
+CREATES_DATABASE = {"record", "import", "acp", "serve"}
 
 
 def _fail(message: str, status: int) -> NoReturn:
@@ -205,6 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "keys":  # opens the store itself (unencrypted, for `enable`)
             run_keys(args.db, args)
             return 0
+        if args.command == "import":  # before a database is created for nothing
+            if args.format not in available_formats():
+                raise UsageError(f"unknown import format {args.format!r}; known formats: "
+                                 + ", ".join(available_formats()))
+            for path in args.paths:
+                if not Path(path).expanduser().exists():
+                    raise ConvlogError(f"{path}: no such file or directory")
         # Reading commands never create a database as a side effect.
         with convlog.open(args.db, create=args.command in CREATES_DATABASE) as log:
             COMMANDS[args.command](log, args)

@@ -67,6 +67,7 @@ class TextIn(Line, tag="text", frozen=True):
 class ImageIn(Line, tag="image", frozen=True):
     ref: str
     media_type: str | None = None
+    size: int | None = None
 
 
 class ToolUseIn(Line, tag="tool_use", frozen=True):
@@ -343,7 +344,9 @@ def _part(p: PartIn, field: str) -> AnyPart:
     if isinstance(p, TextIn):
         return TextPart(text=p.text)
     if isinstance(p, ImageIn):
-        return ImagePart(ref=p.ref, media_type=p.media_type)
+        if p.size is not None and p.size < 0:
+            raise InvalidInput("an image's size cannot be negative", field=f"{field}.size")
+        return ImagePart(ref=p.ref, media_type=p.media_type, size=p.size)
     if isinstance(p, ToolUseIn):
         if p.arguments is not None and p.input is not None:
             raise InvalidInput("give either arguments or input, not both", field=field)

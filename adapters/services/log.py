@@ -41,6 +41,8 @@ from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.services import privacy
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
+from convlog.services.import_run import ImportSummary, ProgressCallback, run_import
+from convlog.services.importing import Importer, find_importer
 from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor, redact_message
@@ -237,6 +239,23 @@ class ConversationLog:
         conversations can be read again; `user_forgotten` is recorded in each (who and
         when, not what). Counts, tokens and costs stay. Needs an encrypted store."""
         return privacy.forget(self, user, requested_by)
+    def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` the conversation already holds (indexed queries; an unknown
+        conversation holds none)."""
+        with self._lock:
+            return self._store.index.known_message_ids(conversation_id(key), list(ids))
+
+    def import_(self, format: str | Importer, paths: Sequence[str | Path], *,
+                keep_going: bool = False, progress: ProgressCallback | None = None,
+                max_line_bytes: int | None = None) -> ImportSummary:
+        """Import other tools' history (``"claude-code"``, ``"openai"``, ``"codex"``, or
+        an `Importer`) from files or directory trees: each conversation is one atomic
+        batch; record ids are message ids, so importing again adds only what is new.
+        The first unreadable conversation raises ImportFailed (``file:line: what``),
+        unless `keep_going`: then every failure is in the summary."""
+        importer = find_importer(format, max_line_bytes=max_line_bytes)
+        return run_import(self, importer, paths, prices=PriceTable(self._prices),
+                          keep_going=keep_going, progress=progress)
 
     def record_injection(self, key: str, context: Context,
                          native_session_id: str | None = None) -> bool:

@@ -180,6 +180,7 @@ def test_content_parts_map_to_domain_parts():
         {"type": "text", "text": "look"},
         {"type": "image", "ref": "file-1", "media_type": "image/png"},
         {"type": "image", "ref": "https://x/y.jpg"},
+        {"type": "image", "ref": "sha256:ab", "media_type": "image/png", "size": 1024},
         {"type": "tool_use", "id": "tu1", "name": "grep", "arguments": '{"q": "auth"}'},
         {"type": "tool_result", "tool_use_id": "tu1", "content": "3 hits", "is_error": True},
         {"type": "tool_result", "tool_use_id": "tu1", "content": "ok"},
@@ -189,11 +190,18 @@ def test_content_parts_map_to_domain_parts():
         TextPart(text="look"),
         ImagePart(ref="file-1", media_type="image/png"),
         ImagePart(ref="https://x/y.jpg", media_type=None),
+        ImagePart(ref="sha256:ab", media_type="image/png", size=1024),
         ToolUsePart(id="tu1", name="grep", arguments='{"q": "auth"}'),
         ToolResultPart(tool_use_id="tu1", content="3 hits", is_error=True),
         ToolResultPart(tool_use_id="tu1", content="ok", is_error=False),
         ThinkingPart(text="hmm"),
     ]
+
+
+def test_an_image_size_cannot_be_negative():
+    with pytest.raises(InvalidInput, match=r"field 'content\[0\].size'"):
+        only_message({"role": "user", "content": [
+            {"type": "image", "ref": "f", "size": -1}]})
 
 
 @pytest.mark.parametrize("part", [

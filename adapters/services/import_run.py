@@ -1,0 +1,222 @@
+"""The import driver: every conversation an importer reads becomes ONE atomic batch.
+
+Idempotency comes from the log itself: message ids are taken from the records, and a
+batch skips the ids the conversation already holds (looked up before the write, so a
+re-import counts no tokens), so importing a file twice adds nothing and a file that
+grew adds only its new records.
+
+Most of a first import's time is the exact token count of every message. It runs in
+worker threads (the tokenizer's Rust core releases the GIL) while this thread reads
+the next conversations and writes the counted ones, in their order: at most
+`READ_AHEAD` + 1 conversations wait in memory (besides the file being read).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from convlog.accounting.prices import PriceTable
+from convlog.accounting.tokens import with_token_count
+from convlog.domain.conversation import AppendMessages, StartSession
+from convlog.domain.errors import ConvlogError, InvalidInput
+from convlog.domain.messages import Message
+from convlog.services.import_usage import count_usage
+from convlog.services.importing import (
+    ImportedConversation,
+    Importer,
+    ImportFailed,
+    ImportFailure,
+)
+
+if TYPE_CHECKING:
+    from convlog.services.log import ConversationLog
+
+
+class ImportSummary(msgspec.Struct, kw_only=True):
+    """What an import did. `conversations` were read whole; `messages` were added
+    now and `messages_known` were already recorded (a re-import adds 0)."""
+
+    format: str
+    files: int = 0
+    bytes: int = 0
+    conversations: int = 0
+    conversations_changed: int = 0
+    messages: int = 0
+    messages_known: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_models: list[str] = []
+    """Models with usage but no known price: `cost_usd` is a lower bound then."""
+    skipped: dict[str, int] = {}
+    """Records read but not imported as messages, by record type (never fatal)."""
+    failures: list[ImportFailure] = []
+    seconds: float = 0.0
+
+
+class ImportProgress(msgspec.Struct, frozen=True, kw_only=True):
+    bytes_done: int
+    bytes_total: int
+    files_done: int
+    files_total: int
+    conversations: int
+    messages: int
+
+
+ProgressCallback = Callable[[ImportProgress], None]
+READ_AHEAD = 4
+"""Conversations read (and being counted) ahead of the one being written."""
+COUNTING_THREADS = 2
+
+
+class _Counted(msgspec.Struct):
+    """A conversation read, whose new messages are being counted."""
+
+    conv: ImportedConversation
+    known: set[str]
+    fresh: Future[list[Message]] | None
+
+
+class _FileRead(msgspec.Struct):
+    """Every conversation of file `number` is queued before this marker."""
+
+    number: int
+    size: int
+
+
+def collect_files(importer: Importer, paths: Sequence[str | Path]) -> list[tuple[Path, int]]:
+    """Every file to read, with its size; a path that does not exist is an error
+    before anything is written."""
+    found: list[tuple[Path, int]] = []
+    for given in paths:
+        path = Path(given).expanduser()
+        if not path.exists():
+            raise InvalidInput("no such file or directory", where=str(path))
+        for file in importer.files(path):
+            try:
+                found.append((file, file.stat().st_size))
+            except OSError as exc:
+                raise InvalidInput(f"cannot read: {exc.strerror}", where=str(file)) from None
+    return found
+
+
+def run_import(log: ConversationLog, importer: Importer, paths: Sequence[str | Path], *,
+               prices: PriceTable, keep_going: bool = False,
+               progress: ProgressCallback | None = None) -> ImportSummary:
+    """Import `paths` with `importer`. Without `keep_going` the first unreadable
+    conversation raises ImportFailed (the ones before it stay recorded, each whole);
+    with it, every failure is collected in the summary and the rest is imported."""
+    started = time.perf_counter()
+    files = collect_files(importer, paths)
+    run = _Run(log, ImportSummary(format=importer.name, files=len(files),
+                                  bytes=sum(size for _, size in files)),
+               prices, keep_going, progress, len(files))
+    run.report(0)
+    with ThreadPoolExecutor(COUNTING_THREADS, thread_name_prefix="convlog-import") as pool:
+        for number, (file, size) in enumerate(files, start=1):
+            try:
+                for item in importer.conversations(file):
+                    run.queue.append(item if isinstance(item, ImportFailure)
+                                     else _count(log, item, pool))
+                    run.write(READ_AHEAD)
+            except OSError as exc:  # a file that vanished or cannot be read mid-way
+                run.queue.append(ImportFailure(source=str(file),
+                                               error=f"{file}: {exc.strerror or exc}"))
+            run.queue.append(_FileRead(number=number, size=size))
+            run.write(READ_AHEAD)
+        run.write(0)
+    summary = run.summary
+    summary.skipped = dict(run.skipped.most_common())
+    summary.unpriced_models = sorted(run.unpriced)
+    summary.seconds = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def _count(log: ConversationLog, conv: ImportedConversation, pool: ThreadPoolExecutor
+           ) -> _Counted | ImportFailure:
+    """Look the conversation's known ids up, and count its new messages in `pool`."""
+    try:
+        known = log.known_message_ids(conv.key, [m.id for m in conv.messages])
+    except InvalidInput as exc:  # e.g. a key that cannot be a conversation key
+        return _failure(conv, exc)
+    fresh = [m for m in conv.messages if m.id not in known]
+    return _Counted(conv=conv, known=known,
+                    fresh=pool.submit(lambda: [with_token_count(m) for m in fresh])
+                    if fresh else None)
+
+
+def _failure(conv: ImportedConversation, exc: InvalidInput) -> ImportFailure:
+    return ImportFailure(source=conv.source, key=conv.key,
+                         error=f"{conv.source}: conversation {conv.key!r}: {exc}")
+
+
+class _Run:
+    """The writing end: conversations in the order they were read, one batch each."""
+
+    def __init__(self, log: ConversationLog, summary: ImportSummary, prices: PriceTable,
+                 keep_going: bool, progress: ProgressCallback | None, files: int):
+        self.log, self.summary, self.prices = log, summary, prices
+        self.keep_going, self.progress, self.files = keep_going, progress, files
+        self.queue: deque[_Counted | ImportFailure | _FileRead] = deque()
+        self.skipped: Counter[str] = Counter()
+        self.unpriced: set[str] = set()
+        self.bytes_done = 0
+
+    def write(self, keep: int) -> None:
+        """Write queued conversations until at most `keep` are left."""
+        while len(self.queue) > keep:
+            item = self.queue.popleft()
+            if isinstance(item, _FileRead):
+                self.bytes_done += item.size
+                self.report(item.number)
+                continue
+            failure = item if isinstance(item, ImportFailure) else self._record(item)
+            if failure is not None:
+                if not self.keep_going:
+                    raise ImportFailed(failure.error)
+                self.summary.failures.append(failure)
+
+    def report(self, files_done: int) -> None:
+        if self.progress is not None:
+            s = self.summary
+            self.progress(ImportProgress(
+                bytes_done=self.bytes_done, bytes_total=s.bytes, files_done=files_done,
+                files_total=self.files, conversations=s.conversations, messages=s.messages))
+
+    def _record(self, item: _Counted) -> ImportFailure | None:
+        """One conversation, one batch: the start (a no-op when it exists) and its new
+        messages, already counted."""
+        conv, summary = item.conv, self.summary
+        self.skipped.update(conv.skipped)
+        if not conv.messages:
+            self.skipped["empty conversation"] += 1
+            return None
+        summary.conversations += 1
+        if item.fresh is None:
+            summary.messages_known += len(item.known)
+            return None
+        start = StartSession(agent=conv.agent, title=conv.title, workspace=conv.workspace,
+                             metadata=conv.metadata)
+        try:
+            result = self.log.execute(conv.key, [start, AppendMessages(
+                messages=item.fresh.result())])
+        except InvalidInput as exc:  # decided inside the write: nothing of it recorded
+            summary.conversations -= 1
+            return _failure(conv, exc)
+        except ConvlogError as exc:
+            raise ImportFailed(f"{conv.source}: conversation {conv.key!r}: {exc}") from None
+        summary.messages += len(result.appended)
+        summary.messages_known += len(item.known) + len(result.skipped)
+        if result.appended:
+            summary.conversations_changed += 1
+            count_usage(conv, frozenset(result.appended), summary, self.prices, self.unpriced)
+        return None

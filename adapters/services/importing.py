@@ -1,0 +1,106 @@
+"""Importing history that other agent tools already wrote: the contract of an importer.
+
+An importer turns one tool's files (Claude Code transcripts, OpenAI message lists,
+Codex rollouts...) into `ImportedConversation`s: a key, what is known about the
+conversation, and its messages with stable ids taken from the records themselves, so
+importing a file again, or after it grew, adds only what is new. It never writes:
+the driver (`convlog.services.import_run`) records each conversation as ONE batch.
+
+Importers are found by format name through the ``convlog.importers`` entry points,
+so a new tool is one module plus one line of packaging, in convlog or in any other
+installed distribution; the services never import an importer's module themselves.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from convlog.domain.errors import ConvlogError, InvalidInput
+from convlog.domain.messages import Message
+
+ENTRY_POINT_GROUP = "convlog.importers"
+
+
+class ImportedConversation(msgspec.Struct, kw_only=True):
+    """One conversation read from a tool's files, ready to record as one batch.
+
+    `origins[i]` says where `messages[i]` came from (``file:line``), so an invalid
+    message is reported at its line. `skipped` counts records that were read but are
+    not messages (by record type): they are never fatal."""
+
+    key: str
+    messages: list[Message]
+    origins: list[str]
+    source: str
+    agent: str | None = None
+    title: str | None = None
+    workspace: str | None = None
+    metadata: dict[str, Any] = {}
+    skipped: Counter[str] = msgspec.field(default_factory=Counter)
+
+
+class ImportFailure(msgspec.Struct, frozen=True, kw_only=True):
+    """A conversation (or a whole file) that could not be read: nothing of it is
+    written. `where` is ``file:line`` when the culprit is one line."""
+
+    source: str
+    error: str
+    key: str | None = None
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """What a format module provides (see `convlog.importers.claude_code`)."""
+
+    name: str
+    """The format name users type: ``convlog import NAME PATH``."""
+
+    def files(self, path: Path) -> Iterator[Path]:
+        """The transcript files under `path`: itself when it is a file, else the
+        files of this format found in the directory tree, in a stable order."""
+        ...
+
+    def conversations(self, path: Path) -> Iterator[ImportedConversation | ImportFailure]:
+        """Read one file, streaming it (never the whole file in memory at once, except
+        formats that are one JSON document). A bad line yields an ImportFailure for
+        the conversations it spoils, located at ``file:line``; reading goes on when
+        the other conversations of the file can still be read correctly."""
+        ...
+
+
+class ImportFailed(ConvlogError):
+    """An import stopped at a conversation that could not be read (the message says
+    where); the conversations before it are recorded, each one whole."""
+
+
+def available_formats() -> list[str]:
+    from importlib.metadata import entry_points  # ~10 ms: only when importing
+
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def find_importer(format: str | Importer, *, max_line_bytes: int | None = None) -> Importer:
+    """The importer registered under `format` (or `format` itself, if it is one);
+    `max_line_bytes` is passed to its constructor when given."""
+    from importlib.metadata import entry_points
+
+    if not isinstance(format, str):
+        if not isinstance(format, Importer):
+            raise InvalidInput(f"not an importer: {type(format).__name__}", field="format")
+        return format
+    found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == format]
+    if not found:
+        known = ", ".join(available_formats()) or "none installed"
+        raise InvalidInput(f"unknown import format {format!r}; known formats: {known}",
+                           field="format")
+    factory = found[0].load()
+    options = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
+    importer = factory(**options) if isinstance(factory, type) else factory
+    if not isinstance(importer, Importer):
+        raise ConvlogError(f"entry point {found[0].value!r} is not a convlog importer")
+    return importer
