@@ -26,6 +26,7 @@ from convlog.domain.events import (
     Event,
     HistoryInjected,
     MessageAppended,
+    MessageRetracted,
     NativeSessionBound,
     ResumeAttempted,
     ResumeFailed,
@@ -173,6 +174,14 @@ class Clear(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+class Retract(msgspec.Struct, frozen=True, kw_only=True):
+    """Withdraw one message from the live history (a compensating MessageRetracted).
+    The service names the message: the state holds no history to choose it from."""
+
+    message_id: str
+    reason: str | None = None
+
+
 class RequireUser(msgspec.Struct, frozen=True, kw_only=True):
     """A guard, not a change: the batch is refused, as if the conversation did not
     exist (so a caller cannot probe keys), unless it belongs to `user`. Decided inside
@@ -191,7 +200,7 @@ class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
 
 Command = (
     StartSession | AppendMessages | BindNativeSession | Archive | Reactivate | Clear | RecordFact
-    | RequireUser
+    | RequireUser | Retract
 )
 
 
@@ -215,7 +224,7 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     if isinstance(command, StartSession):
         return [] if state.started else [_start(state.key, command, now)]
     if not state.started:
-        if isinstance(command, Archive | Reactivate | Clear):
+        if isinstance(command, Archive | Reactivate | Clear | Retract):
             raise UnknownConversation(state.key)
         events.append(_start(state.key, StartSession(), now))
     if isinstance(command, AppendMessages):
@@ -238,6 +247,10 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
             events.append(SessionReactivated(at=now))
     elif isinstance(command, Clear):
         events.append(ConversationCleared(at=now, reason=command.reason))
+    elif isinstance(command, Retract):
+        _require_text(command.message_id, "message_id")
+        events.append(MessageRetracted(at=now, message_id=command.message_id,
+                                       reason=command.reason))
     elif isinstance(command, RecordFact):
         events.append(_checked_fact(msgspec.structs.replace(command.event, at=now), state))
     return events
@@ -321,6 +334,7 @@ def _appended(m: Message, now: datetime) -> MessageAppended:
         content=m.content, tool_calls=list(m.tool_calls), tool_call_id=m.tool_call_id,
         model=m.model, agent=m.agent, usage=m.usage, cost_usd=m.cost_usd, tokens=m.tokens,
         token_counter=m.token_counter, created_at=m.created_at, response_id=m.response_id,
+        raw=m.raw,
     )
 
 

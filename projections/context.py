@@ -30,7 +30,13 @@ from convlog.domain.content import (
     ToolUsePart,
 )
 from convlog.domain.errors import InvalidInput
-from convlog.domain.events import ConversationCleared, MessageAppended, Recorded, SummaryRecorded
+from convlog.domain.events import (
+    ConversationCleared,
+    MessageAppended,
+    MessageRetracted,
+    Recorded,
+    SummaryRecorded,
+)
 
 TRUNCATED = "... [truncated]"
 TOOL_ARGS_CHARS = 80
@@ -134,13 +140,17 @@ def select_window(
         else:
             summary = None
     skipped_current = 0
+    retracted: set[str] = set()  # met before their messages: the tail runs backwards
     for recorded in tail:
         event = recorded.event
         if isinstance(event, ConversationCleared):
             break
+        if isinstance(event, MessageRetracted):
+            retracted.add(event.message_id)
+            continue
         if not isinstance(event, MessageAppended):
             continue
-        if event.message_id in exclude:
+        if event.message_id in exclude or event.message_id in retracted:
             skipped_current += 1
             continue
         if summary is not None and recorded.version <= summary.to_version:

@@ -16,6 +16,7 @@ from convlog.domain.events import (
     Event,
     HistoryInjected,
     MessageAppended,
+    MessageRetracted,
     NativeSessionBound,
     Recorded,
     ResumeAttempted,
@@ -74,6 +75,8 @@ def describe(event: Event) -> str:
                       summarizer=event.summarizer) + f" | {shorten(event.text)}"
     if isinstance(event, SessionArchived | ConversationCleared):
         return _pairs(reason=event.reason)
+    if isinstance(event, MessageRetracted):
+        return _pairs(id=event.message_id, reason=event.reason)
     return ""
 
 
