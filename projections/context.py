@@ -158,6 +158,9 @@ def select_window(
         if len(chosen) >= budget.messages:
             break
         text, truncated = render_for_context(event, budget.chars)
+        if not text:  # nothing to re-read (an SDK's marker or title record): no line
+            skipped_current += 1
+            continue
         raw = event.content if isinstance(event.content, str) else None
         tokens = event.tokens if (raw == text and event.tokens is not None) else count(text)
         tokens += per_message_tokens  # the format's wrapper around each message

@@ -115,3 +115,13 @@ def test_the_timeline_shows_a_retraction(log: convlog.ConversationLog) -> None:
     conv.retract_last("pop_item")
     row = conv.timeline()[-1]
     assert row.type == "message_retracted" and "id=m1 reason=pop_item" in row.details
+
+
+def test_a_context_gives_no_line_to_a_message_with_nothing_to_read(
+        log: convlog.ConversationLog) -> None:
+    conv = log.conversation("markers")
+    conv.append_turn([convlog.user("hello"),
+                      convlog.Message(role="assistant", content=[], raw={"type": "tag"}),
+                      convlog.assistant("hi")])
+    context = conv.context()
+    assert context.message_count == 2 and context.omitted == 0
