@@ -30,7 +30,7 @@ sys.meta_path.insert(0, Blocker())
 CASES = [
     ("convlog.integrations.openai_agents", "openai-agents", "agents"),
     ("convlog.integrations.claude_agent_sdk", "claude-agent-sdk", "claude_agent_sdk"),
-    # google_adk: added with its module
+    ("convlog.integrations.google_adk", "google-adk", "google.adk"),
 ]
 
 
