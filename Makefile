@@ -75,6 +75,7 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): print
 	$(BIN)/python -m bench.acp
 	$(BIN)/python -m bench.html
 	$(BIN)/python -m bench.http
+	$(BIN)/python -m bench.sdks
 	$(VENV_BENCH)/bin/python -m bench.peers
 
 bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for development
@@ -85,6 +86,8 @@ bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for d
 	$(BIN)/python -m bench.acp --quick
 	$(BIN)/python -m bench.html --quick
 	$(BIN)/python -m bench.http --quick
+	$(BIN)/python -m bench.sdks --quick
+	$(BIN)/python -m bench.sdks --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
 bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only
