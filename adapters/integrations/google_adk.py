@@ -201,11 +201,15 @@ class ConvlogSessionService(BaseSessionService):
 
     def _append(self, session: Session, event: Event) -> None:
         key = session_key(session.app_name, session.user_id, session.id)
-        current = self._get(session.app_name, session.user_id, session.id,
-                            GetSessionConfig(num_recent_events=0))
-        if current is None:
+        try:  # only the newest record: the check costs the same at event 10 or 10,000
+            newest = self.log.live_messages(key, last=1)
+        except UnknownConversation:
+            newest = []
+        if not newest or not newest[0].raw:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        if current.last_update_time > session.last_update_time:
+        raw = newest[0].raw
+        updated = float(raw["event"]["timestamp"] if "event" in raw else raw.get("time", 0.0))
+        if updated > session.last_update_time:
             from google.adk.errors._stale_session_error import StaleSessionError
 
             raise StaleSessionError(
