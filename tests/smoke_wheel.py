@@ -45,4 +45,16 @@ with tempfile.TemporaryDirectory() as tmp:
     version = subprocess.run([str(exe), "--version"], check=True, capture_output=True,
                              text=True).stdout
     assert version.strip() == f"convlog {convlog.__version__}", version
+# The wheel installs no agent SDK: each integration says which extra brings it.
+import importlib  # noqa: E402
+
+for integration, extra in (("openai_agents", "openai-agents"),
+                           ("claude_agent_sdk", "claude-agent-sdk"), ("google_adk", "google-adk")):
+    message = ""
+    try:
+        importlib.import_module(f"convlog.integrations.{integration}")
+    except convlog.ConvlogError as exc:
+        message = str(exc)
+    assert f"pip install 'convlog[{extra}]'" in message, (integration, message)
+
 print(f"wheel smoke test passed: convlog {convlog.__version__} from {here}")
