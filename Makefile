@@ -78,6 +78,7 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): print
 	$(BIN)/python -m bench.http
 	$(BIN)/python -m bench.crypto
 	$(BIN)/python -m bench.importers
+	$(BIN)/python -m bench.sdks
 	$(VENV_BENCH)/bin/python -m bench.peers
 
 bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for development
@@ -91,6 +92,7 @@ bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for d
 	$(BIN)/python -m bench.http --quick
 	$(BIN)/python -m bench.crypto --quick
 	$(BIN)/python -m bench.importers --quick
+	$(BIN)/python -m bench.sdks --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
 bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only

@@ -27,6 +27,7 @@ from convlog.domain.events import (
     HistoryInjected,
     MemoryInjected,
     MessageAppended,
+    MessageRetracted,
     NativeSessionBound,
     ResumeAttempted,
     ResumeFailed,
@@ -194,6 +195,14 @@ class Clear(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+class Retract(msgspec.Struct, frozen=True, kw_only=True):
+    """Withdraw one message from the live history (a compensating MessageRetracted).
+    The service names the message: the state holds no history to choose it from."""
+
+    message_id: str
+    reason: str | None = None
+
+
 class RequireUser(msgspec.Struct, frozen=True, kw_only=True):
     """A guard, not a change: the batch is refused, as if the conversation did not
     exist (so a caller cannot probe keys), unless it belongs to `user`. Decided inside
@@ -219,7 +228,7 @@ class Forget(msgspec.Struct, frozen=True, kw_only=True):
 
 Command = (
     StartSession | AppendMessages | BindNativeSession | Archive | Reactivate | Clear | RecordFact
-    | RequireUser | InjectMemory | Forget
+    | RequireUser | InjectMemory | Forget | Retract
 )
 
 
@@ -250,7 +259,7 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     if state.forgotten:
         raise ConversationForgotten(state.key, state.user or "")
     if not state.started:
-        if isinstance(command, Archive | Reactivate | Clear):
+        if isinstance(command, Archive | Reactivate | Clear | Retract):
             raise UnknownConversation(state.key)
         events.append(_start(state.key, StartSession(), now))
     if isinstance(command, AppendMessages):
@@ -273,6 +282,10 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
             events.append(SessionReactivated(at=now))
     elif isinstance(command, Clear):
         events.append(ConversationCleared(at=now, reason=command.reason))
+    elif isinstance(command, Retract):
+        _require_text(command.message_id, "message_id")
+        events.append(MessageRetracted(at=now, message_id=command.message_id,
+                                       reason=command.reason))
     elif isinstance(command, RecordFact):
         events.append(_checked_fact(msgspec.structs.replace(command.event, at=now), state))
     elif isinstance(command, InjectMemory):
@@ -359,6 +372,7 @@ def _appended(m: Message, now: datetime) -> MessageAppended:
         content=m.content, tool_calls=list(m.tool_calls), tool_call_id=m.tool_call_id,
         model=m.model, agent=m.agent, usage=m.usage, cost_usd=m.cost_usd, tokens=m.tokens,
         token_counter=m.token_counter, created_at=m.created_at, response_id=m.response_id,
+        raw=m.raw,
     )
 
 

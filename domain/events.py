@@ -79,6 +79,18 @@ class MessageAppended(Event, tag="message_appended", frozen=True):
     response_id: str | None = None
     """The provider's response/request id: usage repeated across several records of
     one response (e.g. one record per content block) is counted once."""
+    raw: dict[str, Any] | None = None
+    """The message exactly as an agent SDK handed it over (its own JSON item), for
+    the SDK session stores that must give back what they were given, unchanged."""
+
+
+class MessageRetracted(Event, tag="message_retracted", frozen=True):
+    """A compensating event: the message `message_id` no longer belongs to the live
+    history (an SDK session's `pop_item`). The message stays in the log for replay;
+    contexts and SDK stores skip it from here on."""
+
+    message_id: str
+    reason: str | None = None
 
 
 class NativeSessionBound(Event, tag="native_session_bound", frozen=True):
@@ -198,6 +210,7 @@ AnyEvent = (
     | SessionReactivated
     | ConversationCleared
     | UserForgotten
+    | MessageRetracted
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -214,6 +227,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     SessionReactivated,
     ConversationCleared,
     UserForgotten,
+    MessageRetracted,
 )
 
 

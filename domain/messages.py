@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 import msgspec
 
@@ -44,6 +45,8 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     token_counter: str | None = None
     created_at: datetime | None = None
     response_id: str | None = None
+    raw: dict[str, Any] | None = None
+    """The item as the host's agent SDK gave it (JSON values only), kept losslessly."""
 
     def __post_init__(self) -> None:
         if self.role == "system":
@@ -72,5 +75,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
         if self.cost_usd is not None and (not self.cost_usd.is_finite() or self.cost_usd < 0):
             raise InvalidInput(f"cost cannot be negative, infinite or NaN ({self.cost_usd})",
                                field="cost_usd")
+        if self.raw is not None and not isinstance(self.raw, dict):
+            raise InvalidInput("raw must be a JSON object", field="raw")
         if self.tokens is not None and self.tokens < 0:
             raise InvalidInput("token count cannot be negative", field="tokens")

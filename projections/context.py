@@ -38,6 +38,7 @@ from convlog.domain.events import (
     ConversationCleared,
     MemoryInjected,
     MessageAppended,
+    MessageRetracted,
     Recorded,
     SummaryRecorded,
 )
@@ -166,10 +167,14 @@ def select_window(
         else:
             summary = None
     skipped_current = 0
+    retracted: set[str] = set()  # met before their messages: the tail runs backwards
     for recorded in tail:
         event = recorded.event
         if isinstance(event, ConversationCleared):
             break
+        if isinstance(event, MessageRetracted):
+            retracted.add(event.message_id)
+            continue
         if isinstance(event, MemoryInjected):
             if summary is not None and recorded.version <= summary.to_version:
                 break
@@ -184,7 +189,7 @@ def select_window(
         if not isinstance(event, MessageAppended):
             continue
         liveness.saw(event)
-        if event.message_id in exclude:
+        if event.message_id in exclude or event.message_id in retracted:
             skipped_current += 1
             continue
         if summary is not None and recorded.version <= summary.to_version:
@@ -192,6 +197,9 @@ def select_window(
         if messages >= budget.messages:
             break
         text, truncated = render_for_context(event, budget.chars)
+        if not text:  # nothing to re-read (an SDK's marker or title record): no line
+            skipped_current += 1
+            continue
         raw = event.content if isinstance(event.content, str) else None
         tokens = event.tokens if (raw == text and event.tokens is not None) else count(text)
         tokens += per_message_tokens  # the format's wrapper around each message

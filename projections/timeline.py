@@ -17,6 +17,7 @@ from convlog.domain.events import (
     HistoryInjected,
     MemoryInjected,
     MessageAppended,
+    MessageRetracted,
     NativeSessionBound,
     Recorded,
     ResumeAttempted,
@@ -83,6 +84,8 @@ def describe(event: Event) -> str:
     if isinstance(event, UserForgotten):
         return _pairs(user=event.user, requested_by=event.requested_by) + (
             " | FORGOTTEN: the content of every earlier event is erased")
+    if isinstance(event, MessageRetracted):
+        return _pairs(id=event.message_id, reason=event.reason)
     return ""
 
 

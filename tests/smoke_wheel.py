@@ -50,4 +50,17 @@ from convlog.services.importing import available_formats, find_importer  # noqa:
 
 assert {"claude-code", "openai", "codex"} <= set(available_formats()), available_formats()
 assert find_importer("codex").name == "codex"
+
+# The wheel installs no agent SDK: each integration says which extra brings it.
+import importlib  # noqa: E402
+
+for integration, extra in (("openai_agents", "openai-agents"),
+                           ("claude_agent_sdk", "claude-agent-sdk"), ("google_adk", "google-adk")):
+    message = ""
+    try:
+        importlib.import_module(f"convlog.integrations.{integration}")
+    except convlog.ConvlogError as exc:
+        message = str(exc)
+    assert f"pip install 'convlog[{extra}]'" in message, (integration, message)
+
 print(f"wheel smoke test passed: convlog {convlog.__version__} from {here}")

@@ -26,6 +26,7 @@ from convlog.domain.events import (
     HistoryInjected,
     MemoryInjected,
     MessageAppended,
+    MessageRetracted,
     Recorded,
     ResumeAttempted,
     ResumeFailed,
@@ -41,6 +42,7 @@ EVENT_CLASS = {
     "history_injected": "inject", "memory_injected": "inject", "summary_recorded": "inject",
     "conversation_cleared": "marker", "session_archived": "marker",
     "session_reactivated": "marker", "session_started": "marker",
+    "message_retracted": "marker",
 }
 
 
@@ -122,6 +124,9 @@ def agent_entry(version: int, event: object) -> dict[str, Any] | None:
                 "note": f"summary of log {event.from_version}..{event.to_version}"}
     if isinstance(event, ConversationCleared):
         return {"v": version, "kind": "marker", "text": "conversation cleared"
+                + (f" ({event.reason})" if event.reason else "")}
+    if isinstance(event, MessageRetracted):
+        return {"v": version, "kind": "marker", "text": f"message {event.message_id} withdrawn"
                 + (f" ({event.reason})" if event.reason else "")}
     if isinstance(event, ResumeSucceeded | ResumeFailed | ResumeAttempted):
         return None

@@ -77,6 +77,14 @@ class AsyncConversationLog:
     async def clear(self, key: str, reason: str | None = None) -> AppendResult:
         return await asyncio.to_thread(self.sync.clear, key, reason)
 
+    async def retract_last(self, key: str, reason: str | None = None
+                           ) -> MessageAppended | None:
+        return await asyncio.to_thread(self.sync.retract_last, key, reason)
+
+    async def live_messages(self, key: str, *, last: int | None = None
+                            ) -> list[MessageAppended]:
+        return await asyncio.to_thread(self.sync.live_messages, key, last=last)
+
     async def state(self, key: str) -> Conversation:
         return await asyncio.to_thread(self.sync.state, key)
 
@@ -184,6 +192,12 @@ class AsyncConversationHandle:
 
     async def clear(self, reason: str | None = None) -> AppendResult:
         return await self.log.clear(self.key, reason)
+
+    async def retract_last(self, reason: str | None = None) -> MessageAppended | None:
+        return await self.log.retract_last(self.key, reason)
+
+    async def live_messages(self, *, last: int | None = None) -> list[MessageAppended]:
+        return await self.log.live_messages(self.key, last=last)
 
     async def state(self) -> Conversation:
         return await self.log.state(self.key)

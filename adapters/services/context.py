@@ -17,7 +17,7 @@ import msgspec
 
 from convlog.domain.conversation import Conversation, RecordFact, conversation_id
 from convlog.domain.errors import InvalidInput, UnknownConversation
-from convlog.domain.events import MessageAppended, Recorded, SummaryRecorded
+from convlog.domain.events import MessageAppended, MessageRetracted, Recorded, SummaryRecorded
 from convlog.projections.context import (
     Budget,
     ContextMessage,
@@ -149,10 +149,13 @@ class ContextBuilder:
         """The messages older than the window and not yet in the summary, oldest first."""
         start = window.summary.to_version if window.summary else state.epoch_start_version
         end = window.messages[0].version - 1 if window.messages else state.version
-        rows = self.store.recorded(conversation_id(state.key), after=start, upto=end)
+        rows = self.store.recorded(conversation_id(state.key), after=start, upto=state.version)
+        gone = exclude | {r.event.message_id for r in rows if isinstance(r.event, MessageRetracted)}
         picked = []
         for r in rows:
-            if isinstance(r.event, MessageAppended) and r.event.message_id not in exclude:
+            if r.version > end:
+                break
+            if isinstance(r.event, MessageAppended) and r.event.message_id not in gone:
                 text, truncated = render_for_context(r.event, 4 * 2_000)
                 picked.append(ContextMessage(version=r.version, at=r.event.at,
                                              role=r.event.role, text=text, tokens=0,

@@ -52,6 +52,9 @@ class ConversationHandle:
     def clear(self, reason: str | None = None) -> AppendResult:
         return self.log.clear(self.key, reason)
 
+    def retract_last(self, reason: str | None = None) -> MessageAppended | None:
+        return self.log.retract_last(self.key, reason)
+
     @property
     def state(self) -> Conversation:
         return self.log.state(self.key)
@@ -64,6 +67,9 @@ class ConversationHandle:
 
     def messages(self, *, last: int | None = None) -> list[MessageAppended]:
         return self.log.messages(self.key, last=last)
+
+    def live_messages(self, *, last: int | None = None) -> list[MessageAppended]:
+        return self.log.live_messages(self.key, last=last)
 
     def transcript(self) -> list[TranscriptLine]:
         return self.log.transcript(self.key)

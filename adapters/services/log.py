@@ -38,7 +38,7 @@ from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
-from convlog.services import privacy
+from convlog.services import items, privacy
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import ImportSummary, ProgressCallback, run_import
@@ -200,6 +200,14 @@ class ConversationLog:
         """Start a new epoch: later context starts empty; history stays in the log."""
         return self.execute(key, [Clear(reason=reason)])
 
+    def retract_last(self, key: str, reason: str | None = None) -> MessageAppended | None:
+        """Withdraw the newest live message of the current epoch (a compensating
+        MessageRetracted: the message stays in the log for replay; contexts and
+        `live_messages` skip it) and return it; None when nothing is live."""
+        check_key(key)
+        with self._lock:
+            return items.retract_last(self._store, key, reason)
+
     def execute(
         self, key: str, commands: Sequence[Command], origins: Sequence[str] | None = None
     ) -> AppendResult:
@@ -338,6 +346,13 @@ class ConversationLog:
         if not found and not self.exists(key):
             raise UnknownConversation(key)
         return found[::-1]  # select_tail already stopped at `last`, newest first
+
+    def live_messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
+        """The messages of the current epoch that were not retracted, oldest first
+        (`last=N`: the newest N, reading about N rows). What an SDK session returns."""
+        if last is not None and last < 0:
+            raise InvalidInput("last cannot be negative", field="last")
+        return items.live_messages(self._store, self.state(key), last)
 
     def transcript(self, key: str) -> list[TranscriptLine]:
         return transcript(self.events(key))

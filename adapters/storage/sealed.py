@@ -46,7 +46,8 @@ FORGOTTEN = "[forgotten]"
 # a new event type must say what of it is sealed, or its text would go to disk readable.
 SEALED_FIELDS: dict[str, frozenset[str]] = {
     "session_started": frozenset({"title", "workspace", "metadata"}),
-    "message_appended": frozenset({"content", "tool_calls"}),
+    "message_appended": frozenset({"content", "tool_calls", "raw"}),
+    "message_retracted": frozenset({"reason"}),
     "history_injected": frozenset({"text"}),
     "memory_injected": frozenset({"memory_ids", "text"}),
     "summary_recorded": frozenset({"text"}),

@@ -26,7 +26,7 @@ def canaries(user: str) -> dict[str, str]:
     """One distinct string per place a user's content can go."""
     return {place: f"CANARY-{user}-{place}-7f3a" for place in (
         "title", "workspace", "metadata", "text", "tool_args", "tool_result", "call_args",
-        "thinking", "memory", "memory_id")}
+        "thinking", "memory", "memory_id", "raw", "retracted")}
 
 
 def record_with_canaries(log: convlog.ConversationLog, key: str, user: str) -> None:
@@ -45,6 +45,9 @@ def record_with_canaries(log: convlog.ConversationLog, key: str, user: str) -> N
                      tool_call_id="c1"),
     ])
     conv.inject_memory(f"{c['memory']} (retrieved)", memory_ids=[c["memory_id"]])
+    conv.append(convlog.Message(role="user", content="as an SDK stored it",
+                                raw={"type": "message", "content": c["raw"]}))
+    conv.retract_last(c["retracted"])
     for i in range(12):  # enough events for snapshots when the interval is small
         conv.append(convlog.user(f"{c['text']} again {i}"))
     context = log.context(key)

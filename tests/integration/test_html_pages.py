@@ -189,3 +189,18 @@ def test_the_agent_view_shows_memory_blocks_and_when_they_were_evicted(
     flagged = [e["v"] for e in data["agent_view"] if e.get("forged")]
     assert flagged == [conv.state.version]
     assert len([e for e in data["agent_view"] if e["kind"] == "memory"]) == 4
+
+
+def test_a_retraction_is_a_marker_in_the_agents_view(tmp_path: Path) -> None:
+    with convlog.open(f"sqlite:///{tmp_path / 'r.db'}") as opened:
+        conv = opened.conversation("sdk:pop")
+        conv.append_turn([convlog.user("keep"), convlog.Message(id="m2", role="assistant",
+                                                                content="withdrawn")])
+        conv.retract_last("pop_item")
+        path = write_conversation_page(opened, "sdk:pop", tmp_path / "p.html")
+    data = json.loads(next(t for k, t in parse(path).scripts if k == "application/json"))
+    (marker,) = [e for e in data["agent_view"] if e["kind"] == "marker"]
+    assert marker["text"] == "message m2 withdrawn (pop_item)"
+    row = next(r for r in data["timeline"] if r["type"] == "message_retracted")
+    assert row["cls"] == "marker" and "id=m2" in row["details"]
+    assert len(data["messages"]) == 2  # the page still shows what was said

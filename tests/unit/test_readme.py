@@ -68,7 +68,7 @@ def test_every_cli_command_is_in_the_readme() -> None:
 
 
 MEMORY_SECTIONS = README.split("### Memory blocks (`[Context from memory]`)", 1)[1].split(
-    "### asyncio hosts", 1)[0]
+    "### Live history", 1)[0]
 MEMORY_EXAMPLES = re.findall(r"```python\n(.*?)```", MEMORY_SECTIONS, re.S)
 
 

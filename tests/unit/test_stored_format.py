@@ -15,7 +15,13 @@ import msgspec
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from convlog.domain.events import EVENT_TYPES, Event, ResumeFailed, ResumeSucceeded
+from convlog.domain.events import (
+    EVENT_TYPES,
+    Event,
+    MessageAppended,
+    ResumeFailed,
+    ResumeSucceeded,
+)
 from convlog.storage.errors import CorruptEvent
 from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics, topic_of
 from tests.samples import AT, samples
@@ -79,6 +85,15 @@ def test_v1_without_latency_upcasts_to_none() -> None:
     event = mapper.to_domain_event(StoredEvent(STREAM, 1, "resume_succeeded", state)).event
     assert isinstance(event, ResumeSucceeded)
     assert event.latency_ms is None
+
+
+def test_a_message_stored_before_raw_existed_reads_back_without_it() -> None:
+    state = (b'{"type":"message_appended","at":"2026-01-02T03:04:05Z","message_id":"m",'
+             b'"role":"user","content":"hi"}')
+    event = mapper.to_domain_event(StoredEvent(STREAM, 1, "message_appended", state)).event
+    assert isinstance(event, MessageAppended)
+    assert event.raw is None
+    assert b"raw" not in stored(event).state  # and the default is not written
 
 
 @pytest.mark.parametrize(

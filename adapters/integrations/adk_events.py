@@ -1,0 +1,82 @@
+"""Google ADK events as convlog messages, and the records a session service needs.
+
+An ADK event is kept whole, as its JSON (`raw = {"event": ...}`), and read back with
+`Event.model_validate`: what `get_session` returns is what `append_event` was given.
+Beside it, the readable message: the author's words, tool calls and results, and the
+model's usage (`usage_metadata`, `model_version`) so costs work.
+
+Two more record kinds live in the log, both with empty content (contexts skip them):
+``{"adk": "session", "state": ..., "time": ...}`` opens a session's epoch with its
+initial state, and ``{"adk": "state", "delta": ...}`` records an app- or user-scoped
+state delta in that scope's own conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from convlog.domain.content import (
+    AnyPart,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+    Usage,
+)
+from convlog.domain.messages import Message
+
+SESSION = "session"
+STATE = "state"
+
+
+def _parts(content: dict[str, Any] | None) -> list[AnyPart]:
+    parts: list[AnyPart] = []
+    for part in (content or {}).get("parts") or ():
+        if not isinstance(part, dict):
+            continue
+        if part.get("text") is not None:
+            kind = ThinkingPart if part.get("thought") else TextPart
+            parts.append(kind(text=str(part["text"])))
+        elif isinstance(part.get("function_call"), dict):
+            call = part["function_call"]
+            parts.append(ToolUsePart(id=str(call.get("id") or call.get("name") or "call"),
+                                     name=str(call.get("name") or "tool"),
+                                     arguments=json.dumps(call.get("args") or {})))
+        elif isinstance(part.get("function_response"), dict):
+            answer = part["function_response"]
+            parts.append(ToolResultPart(
+                tool_use_id=str(answer.get("id") or answer.get("name") or "call"),
+                content=json.dumps(answer.get("response"))))
+    return parts
+
+
+def _usage(usage: dict[str, Any] | None) -> Usage | None:
+    if not usage:
+        return None
+    prompt = int(usage.get("prompt_token_count") or 0)
+    cached = int(usage.get("cached_content_token_count") or 0)
+    output = int(usage.get("candidates_token_count") or 0) + int(
+        usage.get("thoughts_token_count") or 0)
+    return Usage(input_tokens=max(0, prompt - cached), cache_read_tokens=cached,
+                 output_tokens=output)
+
+
+def event_message(event: dict[str, Any], app_name: str) -> Message:
+    """One ADK event (its JSON dump) as a message keeping it whole."""
+    role = "user" if event.get("author") == "user" else "assistant"
+    parts = _parts(event.get("content"))
+    if role == "user":
+        return Message(role="user", content=parts, raw={"event": event})
+    return Message(role="assistant", content=parts, raw={"event": event},
+                   agent=str(event.get("author") or app_name),
+                   model=event.get("model_version"), usage=_usage(event.get("usage_metadata")))
+
+
+def session_record(message_id: str, state: dict[str, Any], time: float) -> Message:
+    return Message(id=message_id, role="assistant", content=[],
+                   raw={"adk": SESSION, "state": state, "time": time})
+
+
+def state_record(delta: dict[str, Any]) -> Message:
+    return Message(role="assistant", content=[], raw={"adk": STATE, "delta": delta})

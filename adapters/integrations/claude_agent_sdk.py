@@ -1,0 +1,190 @@
+"""`ConvlogSessionStore`: the Claude Agent SDK's `SessionStore` on a convlog log.
+
+    from claude_agent_sdk import ClaudeAgentOptions
+    from convlog.integrations.claude_agent_sdk import ConvlogSessionStore
+
+    options = ClaudeAgentOptions(session_store=ConvlogSessionStore("sqlite:///convlog.db"))
+
+Every session key (project, session, optional subagent subpath) is one conversation,
+keyed ``claude:<project>/<session>[/<subpath>]`` with each part percent-encoded, so no
+two keys collide however the parts are spelt. How the protocol maps, and why:
+
+- `append`: one `append_turn` (one transaction); the entry's ``uuid`` is the message
+  id, so a retried batch is skipped by convlog's own dedupe, in the same write.
+- `load`: the live entries of the current epoch, each exactly as appended (`raw`);
+  None for a key never written or deleted (the protocol allows both).
+- `list_sessions`, `list_subkeys`: from the session catalog (channel
+  ``claude-agent-sdk``, workspace = project key); `mtime` is the conversation's last
+  write, in epoch milliseconds.
+- `list_session_summaries`: the SDK's own `fold_session_summary` over the stored
+  entries, stamped with that same mtime. Folding at read time makes the summary a
+  projection of the log: it can never disagree with it, and no sidecar write can race.
+- `delete`: a new epoch plus archive, in one transaction (cascading to subkeys for a
+  main key). Nothing is erased: the log keeps what the agent saw, for replay.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from urllib.parse import quote, unquote
+
+import convlog
+from convlog.domain.conversation import AppendMessages, Archive, Clear, StartSession
+from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.integrations.claude_entries import to_message
+from convlog.integrations.extras import require
+
+require("claude-agent-sdk", "claude_agent_sdk", "convlog.integrations.claude_agent_sdk")
+
+from anyio import to_thread  # noqa: E402  (the SDK's own async layer: asyncio or trio)
+from claude_agent_sdk import (  # noqa: E402  (after the extra's check)
+    SessionKey,
+    fold_session_summary,
+)
+from claude_agent_sdk.types import (  # noqa: E402
+    SessionListSubkeysKey,
+    SessionStoreEntry,
+    SessionStoreListEntry,
+    SessionSummaryEntry,
+)
+
+CHANNEL = "claude-agent-sdk"
+PREFIX = "claude:"
+
+
+def conversation_key(key: SessionKey | SessionListSubkeysKey) -> str:
+    """The conversation key of a session key (subpath optional)."""
+    try:
+        parts: list[object] = [key["project_key"], key["session_id"]]
+    except (KeyError, TypeError):
+        raise InvalidInput("a session key needs 'project_key' and 'session_id'",
+                           field="key") from None
+    subpath = key.get("subpath")
+    if subpath is not None:
+        if not subpath:
+            raise InvalidInput("an empty subpath is invalid: omit it for the main transcript",
+                               field="key.subpath")
+        parts.append(subpath)
+    return PREFIX + "/".join(quote(str(p), safe="") for p in parts)
+
+
+def _millis(moment: datetime | None) -> int:
+    return int(moment.timestamp() * 1000) if moment is not None else 0
+
+
+class ConvlogSessionStore:
+    """Claude Agent SDK transcripts in a convlog log. `log`: an open `ConversationLog`
+    (shared, not closed here) or a URL (opened here; `close()` closes it)."""
+
+    def __init__(self, log: convlog.ConversationLog | str | None = None, *,
+                 agent: str | None = "claude", user: str | None = None) -> None:
+        self._owns_log = not isinstance(log, convlog.ConversationLog)
+        self.log = log if isinstance(log, convlog.ConversationLog) else convlog.open(log)
+        self.agent, self.user = agent, user
+
+    def close(self) -> None:
+        if self._owns_log:
+            self.log.close()
+
+    # ------------------------------------------------------------------ required
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        if entries:
+            await to_thread.run_sync(self._append, key, entries)
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        return await to_thread.run_sync(self._load, key)
+
+    # ------------------------------------------------------------------ optional
+
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
+        rows = await to_thread.run_sync(self._catalog, project_key)
+        return [{"session_id": parts[1], "mtime": _millis(moment)}
+                for parts, moment in rows if len(parts) == 2]
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        return await to_thread.run_sync(self._summaries, project_key)
+
+    async def delete(self, key: SessionKey) -> None:
+        await to_thread.run_sync(self._delete, key)
+
+    async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
+        rows = await to_thread.run_sync(self._catalog, key["project_key"])
+        return [parts[2] for parts, _ in rows
+                if len(parts) == 3 and parts[1] == key["session_id"]]
+
+    # ------------------------------------------------------------------- helpers
+
+    def _append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        target = conversation_key(key)
+        epoch = self._epoch(target)
+        seen: set[str] = set()
+        messages = []
+        for entry in entries:
+            given = entry.get("uuid") if isinstance(entry, dict) else None
+            if isinstance(given, str) and given.strip():
+                if given in seen:
+                    continue  # the same entry twice in one batch: once, like a retry
+                seen.add(given)
+                message_id = given if epoch == 0 else f"{given}@{epoch}"
+            else:
+                message_id = uuid.uuid4().hex  # no uuid: appended without dedupe
+            messages.append(to_message(entry, message_id, agent=self.agent))
+        self.log.execute(target, [
+            StartSession(channel=CHANNEL, user=self.user, agent=self.agent,
+                         workspace=key["project_key"],
+                         metadata={k: v for k, v in key.items() if isinstance(v, str)}),
+            AppendMessages(messages=messages)])
+
+    def _epoch(self, target: str) -> int:
+        """The conversation's epoch: a uuid is an idempotency key within one epoch,
+        so a session deleted (a new epoch) and written again keeps every entry."""
+        try:
+            return self.log.state(target).epoch
+        except UnknownConversation:
+            return 0
+
+    def _load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        try:
+            messages = self.log.live_messages(conversation_key(key))
+        except UnknownConversation:
+            return None
+        entries = [m.raw for m in messages if m.raw is not None]
+        return entries or None  # type: ignore[return-value]
+
+    def _catalog(self, project_key: str) -> list[tuple[list[str], datetime | None]]:
+        """(decoded key parts, last write) of the project's live conversations."""
+        _, rows = self.log.sql(
+            "SELECT key, last_active_at FROM sessions WHERE channel = ? AND workspace = ? "
+            "AND status = 'active' AND starts_with(key, ?)",
+            [CHANNEL, project_key, PREFIX + quote(project_key, safe="") + "/"])
+        return [([unquote(p) for p in key.removeprefix(PREFIX).split("/")], moment)
+                for key, moment in rows]
+
+    def _summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        found: list[SessionSummaryEntry] = []
+        for parts, moment in self._catalog(project_key):
+            if len(parts) != 2:
+                continue
+            key: SessionKey = {"project_key": project_key, "session_id": parts[1]}
+            entries = self._load(key)
+            if entries is None:
+                continue
+            summary = fold_session_summary(None, key, entries)
+            summary["mtime"] = _millis(moment)
+            found.append(summary)
+        return found
+
+    def _delete(self, key: SessionKey) -> None:
+        targets = [conversation_key(key)]
+        if key.get("subpath") is None:
+            targets += [conversation_key({**key, "subpath": sub})
+                        for parts, _ in self._catalog(key["project_key"])
+                        if len(parts) == 3 and parts[1] == key["session_id"]
+                        for sub in parts[2:]]
+        for target in targets:
+            if self.log.exists(target):
+                self.log.execute(target, [Clear(reason="SessionStore.delete"),
+                                          Archive(reason="SessionStore.delete")])
+

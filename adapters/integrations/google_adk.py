@@ -1,0 +1,245 @@
+"""`ConvlogSessionService`: Google ADK's `BaseSessionService` on a convlog log.
+
+    from google.adk.runners import Runner
+    from convlog.integrations.google_adk import ConvlogSessionService
+
+    runner = Runner(agent=agent, app_name="shop",
+                    session_service=ConvlogSessionService("sqlite:///convlog.db"))
+
+Semantics follow ADK's own SQLite service; how they map onto the log, and why:
+
+- A session is a conversation keyed ``adk:<app>/<user>/<session>`` (parts
+  percent-encoded). `create_session` opens an epoch with a session record holding the
+  initial state; its message id names the epoch, so two concurrent creates of one id
+  cannot both win: the loser's record is a duplicate, and it gets AlreadyExistsError.
+- `append_event`: the event, whole, as a message (one transaction), after ADK's own
+  temp-state handling and its stale-session check. State deltas stay in the events:
+  the session's state is the fold of its events' deltas over the initial state.
+  `app:` and `user:` deltas also go, as records, to the app's and the user's own
+  conversations (``adk-state:<app>``, ``adk-state:<app>/<user>``), folded on read.
+- `delete_session`: a new epoch plus archive; the events stay in the log for replay.
+- `list_sessions`: the session catalog (channel ``google-adk``, agent = app name).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+from anyio import to_thread
+
+import convlog
+from convlog.domain.conversation import AppendMessages, Archive, Clear, StartSession
+from convlog.domain.errors import UnknownConversation
+from convlog.integrations.adk_events import (
+    SESSION,
+    STATE,
+    event_message,
+    session_record,
+    state_record,
+)
+from convlog.integrations.extras import require
+
+require("google-adk", "google.adk", "convlog.integrations.google_adk")
+
+from google.adk.errors.already_exists_error import AlreadyExistsError  # noqa: E402
+from google.adk.errors.session_not_found_error import SessionNotFoundError  # noqa: E402
+from google.adk.events.event import Event  # noqa: E402
+from google.adk.sessions import BaseSessionService, Session  # noqa: E402
+from google.adk.sessions.base_session_service import (  # noqa: E402
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.state import State  # noqa: E402
+
+CHANNEL = "google-adk"
+
+
+def session_key(app_name: str, user_id: str, session_id: str) -> str:
+    return "adk:" + "/".join(quote(p, safe="") for p in (app_name, user_id, session_id))
+
+
+def scope_key(app_name: str, user_id: str | None = None) -> str:
+    parts = (app_name,) if user_id is None else (app_name, user_id)
+    return "adk-state:" + "/".join(quote(p, safe="") for p in parts)
+
+
+def _split(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(app, user, session) parts of a state dict; temp: keys are never stored."""
+    app, user, session = {}, {}, {}
+    for key, value in state.items():
+        if key.startswith(State.APP_PREFIX):
+            app[key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            user[key.removeprefix(State.USER_PREFIX)] = value
+        elif not key.startswith(State.TEMP_PREFIX):
+            session[key] = value
+    return app, user, session
+
+
+class ConvlogSessionService(BaseSessionService):
+    """ADK sessions in a convlog log. `log`: an open `ConversationLog` (shared, not
+    closed here) or a URL (opened here; `close()` closes it)."""
+
+    def __init__(self, log: convlog.ConversationLog | str | None = None) -> None:
+        self._owns_log = not isinstance(log, convlog.ConversationLog)
+        self.log = log if isinstance(log, convlog.ConversationLog) else convlog.open(log)
+
+    async def close(self) -> None:
+        if self._owns_log:
+            await to_thread.run_sync(self.log.close)
+
+    # ----------------------------------------------------------------- protocol
+
+    async def create_session(self, *, app_name: str, user_id: str,
+                             state: dict[str, Any] | None = None,
+                             session_id: str | None = None) -> Session:
+        sid = (session_id or "").strip() or uuid.uuid4().hex
+        return await to_thread.run_sync(self._create, app_name, user_id, dict(state or {}), sid)
+
+    async def get_session(self, *, app_name: str, user_id: str, session_id: str,
+                          config: GetSessionConfig | None = None) -> Session | None:
+        return await to_thread.run_sync(self._get, app_name, user_id, session_id.strip(),
+                                        config)
+
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None
+                            ) -> ListSessionsResponse:
+        return await to_thread.run_sync(self._list, app_name, user_id)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await to_thread.run_sync(self._delete, session_key(app_name, user_id,
+                                                           session_id.strip()))
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await to_thread.run_sync(self._scope_state, scope_key(app_name, user_id))
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        await to_thread.run_sync(self._append, session, event)
+        self._commit_event_to_session(session, event)
+        session.last_update_time = event.timestamp
+        return event
+
+    # ------------------------------------------------------------------ helpers
+
+    def _create(self, app_name: str, user_id: str, state: dict[str, Any], sid: str) -> Session:
+        key = session_key(app_name, user_id, sid)
+        app, user, own = _split(state)
+        try:
+            epoch = self.log.state(key).epoch
+        except UnknownConversation:
+            epoch = 0
+        now = time.time()
+        done = self.log.execute(key, [
+            StartSession(channel=CHANNEL, agent=app_name, user=user_id,
+                         metadata={"app_name": app_name, "user_id": user_id,
+                                   "session_id": sid}),
+            AppendMessages(messages=[session_record(f"adk-session@{epoch}", own, now)])])
+        if done.skipped:
+            raise AlreadyExistsError(f"Session with id {sid} already exists.")
+        self._record_scopes(app_name, user_id, app, user)
+        return Session(app_name=app_name, user_id=user_id, id=sid, last_update_time=now,
+                       state=self._merged(app_name, user_id, own), events=[])
+
+    def _delete(self, key: str) -> None:
+        if self.log.exists(key):
+            self.log.execute(key, [Clear(reason="delete_session"),
+                                   Archive(reason="delete_session")])
+
+    def _records(self, key: str) -> list[dict[str, Any]] | None:
+        """The live records of a session's epoch; None when it does not exist."""
+        try:
+            records = [m.raw or {} for m in self.log.live_messages(key)]
+        except UnknownConversation:
+            return None
+        if not records or records[0].get("adk") != SESSION:
+            return None
+        return records
+
+    def _get(self, app_name: str, user_id: str, sid: str, config: GetSessionConfig | None
+             ) -> Session | None:
+        records = self._records(session_key(app_name, user_id, sid))
+        if records is None:
+            return None
+        state = dict(records[0].get("state") or {})
+        events = [Event.model_validate(r["event"]) for r in records if "event" in r]
+        for event in events:
+            state.update(_split(event.actions.state_delta)[2] if event.actions else {})
+        # as ADK's SQLite service: the time of the last write, an event's own timestamp
+        updated = events[-1].timestamp if events else float(records[0].get("time", 0.0))
+        if config is not None:
+            if config.after_timestamp is not None:
+                events = [e for e in events if e.timestamp >= config.after_timestamp]
+            if config.num_recent_events is not None:
+                events = events[len(events) - config.num_recent_events:] if (
+                    config.num_recent_events) else []
+        return Session(app_name=app_name, user_id=user_id, id=sid, events=events,
+                       state=self._merged(app_name, user_id, state),
+                       last_update_time=updated)
+
+    def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
+        sql = ("SELECT \"user\", key FROM sessions WHERE channel = ? AND agent = ? "
+               "AND status = 'active'")
+        params: list[object] = [CHANNEL, app_name]
+        if user_id is not None:
+            sql += " AND \"user\" = ?"
+            params.append(user_id)
+        _, rows = self.log.sql(sql, params)
+        found = []
+        for user, key in rows:
+            sid = self.log.events(key, limit=1)[0].event.metadata.get("session_id")  # type: ignore[union-attr]
+            session = self._get(app_name, user, str(sid), None)
+            if session is not None:
+                found.append(session.model_copy(update={"events": []}))
+        found.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=found)
+
+    def _append(self, session: Session, event: Event) -> None:
+        key = session_key(session.app_name, session.user_id, session.id)
+        try:  # only the newest record: the check costs the same at event 10 or 10,000
+            newest = self.log.live_messages(key, last=1)
+        except UnknownConversation:
+            newest = []
+        if not newest or not newest[0].raw:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        raw = newest[0].raw
+        updated = float(raw["event"]["timestamp"] if "event" in raw else raw.get("time", 0.0))
+        if updated > session.last_update_time:
+            from google.adk.errors._stale_session_error import StaleSessionError
+
+            raise StaleSessionError(
+                "The last_update_time provided in the session object is earlier than the "
+                "update_time in storage. Please check if it is a stale session.")
+        dumped = event.model_dump(mode="json", exclude_none=True)
+        self.log.append(key, event_message(dumped, session.app_name))
+        app, user, _ = _split(event.actions.state_delta if event.actions else {})
+        self._record_scopes(session.app_name, session.user_id, app, user)
+
+    def _record_scopes(self, app_name: str, user_id: str, app: dict[str, Any],
+                       user: dict[str, Any]) -> None:
+        for key, delta in ((scope_key(app_name), app), (scope_key(app_name, user_id), user)):
+            if delta:
+                self.log.execute(key, [StartSession(channel=CHANNEL + "-state", agent=app_name),
+                                       AppendMessages(messages=[state_record(delta)])])
+
+    def _scope_state(self, key: str) -> dict[str, Any]:
+        state: dict[str, Any] = {}
+        try:
+            for message in self.log.live_messages(key):
+                if message.raw and message.raw.get("adk") == STATE:
+                    state.update(message.raw.get("delta") or {})
+        except UnknownConversation:
+            pass
+        return state
+
+    def _merged(self, app_name: str, user_id: str, own: dict[str, Any]) -> dict[str, Any]:
+        merged = dict(own)
+        for prefix, key in ((State.APP_PREFIX, scope_key(app_name)),
+                            (State.USER_PREFIX, scope_key(app_name, user_id))):
+            merged.update({prefix + k: v for k, v in self._scope_state(key).items()})
+        return merged

@@ -1,0 +1,176 @@
+"""`ConvlogSession`: the OpenAI Agents SDK's `Session` protocol on a convlog log.
+
+    from agents import Agent, Runner
+    from convlog.integrations.openai_agents import ConvlogSession
+
+    session = ConvlogSession("user-42", "sqlite:///convlog.db", model="gpt-4o")
+    await Runner.run(agent, "hi", session=session)      # instead of SQLiteSession(...)
+
+How the protocol maps onto the log, and why:
+
+- `add_items`: one `append_turn` (one transaction) of messages that keep each item
+  verbatim as `raw`, so `get_items` gives back exactly what was added.
+- `get_items(limit)`: the live messages of the current epoch; with a limit only
+  about that many rows are read, like `SQLiteSession`.
+- `pop_item`: a compensating `message_retracted` event; the item stays in the log, so
+  a replay still shows what the agent saw before the pop.
+- `clear_session`: a new epoch (`conversation_cleared`); history stays for the record.
+- Usage: every method takes the SDK's optional `wrapper` (its run context), so the
+  tokens a run used since the last write are recorded on the run's last model item,
+  with the `model` given here; `log.costs()` then prices SDK runs like any other.
+
+The log is blocking (sqlite3, psycopg): each call runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import convlog
+from convlog.domain.conversation import AppendMessages, StartSession
+from convlog.domain.errors import UnknownConversation
+from convlog.integrations.extras import require
+from convlog.integrations.openai_items import from_message, to_message
+
+require("openai-agents", "agents", "convlog.integrations.openai_agents")
+
+from agents.memory.session_settings import (  # noqa: E402  (after the extra's check)
+    SessionSettings,
+    coerce_session_settings,
+    resolve_session_limit,
+)
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+    from agents.run_context import RunContextWrapper
+    from agents.usage import Usage as RunUsage
+
+CHANNEL = "openai-agents"
+T = TypeVar("T")
+
+
+async def _settled(write: Awaitable[T]) -> T:
+    """Await a write to its end even when the caller is cancelled meanwhile, then
+    re-raise the cancellation: the worker thread cannot be stopped, so the caller must
+    not believe a write did not happen while it may still commit (the SDK's sessions
+    behave the same, and its run loop relies on it to decide whether to retry)."""
+    task = asyncio.ensure_future(write)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    if cancelled is not None:
+        task.exception()  # retrieved: the cancellation is what the caller must see
+        raise cancelled
+    return task.result()
+
+
+class ConvlogSession:
+    """A conversation of a convlog log as an Agents SDK session (`session_id` is the
+    conversation key unless `key` says otherwise). `log`: an open `ConversationLog`
+    (shared, not closed here) or a URL (opened here, closed by `close()`)."""
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        log: convlog.ConversationLog | str | None = None,
+        *,
+        key: str | None = None,
+        model: str | None = None,
+        agent: str | None = None,
+        user: str | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.key = key if key is not None else session_id
+        self.model, self.agent, self.user = model, agent, user
+        self.session_settings = (coerce_session_settings(session_settings)
+                                 if session_settings is not None else SessionSettings())
+        self._owns_log = not isinstance(log, convlog.ConversationLog)
+        self.log = log if isinstance(log, convlog.ConversationLog) else convlog.open(log)
+        self._usage_seen: tuple[RunUsage, int, int, int] | None = None  # (run, in, cached, out)
+
+    # ---------------------------------------------------------------- protocol
+
+    async def get_items(self, limit: int | None = None,
+                        wrapper: RunContextWrapper[Any] | None = None
+                        ) -> list[TResponseInputItem]:
+        """The live items, oldest first; the newest `limit` when given (else the
+        session settings' limit)."""
+        last = resolve_session_limit(limit, self.session_settings)
+        if last is not None and last < 0:  # SQLiteSession reads everything (LIMIT -1)
+            last = None
+        return await asyncio.to_thread(self._get_items, last)
+
+    async def add_items(self, items: list[TResponseInputItem],
+                        wrapper: RunContextWrapper[Any] | None = None) -> None:
+        """Append `items` in one transaction (all or nothing)."""
+        if not items:
+            return
+        usage = self._usage_delta(wrapper.usage) if wrapper is not None else None
+        await _settled(asyncio.to_thread(self._add_items, list(items), usage))
+
+    async def pop_item(self, wrapper: RunContextWrapper[Any] | None = None
+                       ) -> TResponseInputItem | None:
+        """Retract the newest live item and return it (None when there is none)."""
+        popped = await _settled(asyncio.to_thread(self.log.retract_last, self.key, "pop_item"))
+        return None if popped is None else from_message(popped)  # type: ignore[return-value]
+
+    async def clear_session(self, wrapper: RunContextWrapper[Any] | None = None) -> None:
+        """Start a new epoch: no live items; earlier ones stay in the log."""
+        await _settled(asyncio.to_thread(self._clear))
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Close the log when this session opened it."""
+        if self._owns_log:
+            self.log.close()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _get_items(self, last: int | None) -> list[TResponseInputItem]:
+        try:
+            messages = self.log.live_messages(self.key, last=last)
+        except UnknownConversation:
+            return []
+        return [from_message(m) for m in messages]  # type: ignore[misc]
+
+    def _add_items(self, items: Sequence[TResponseInputItem],
+                   usage: convlog.Usage | None) -> None:
+        # the run's tokens go on its last assistant item: one response, counted once
+        carrier = max((i for i, item in enumerate(items)
+                       if isinstance(item, dict) and item.get("role") != "user"
+                       and item.get("type", "message") != "function_call_output"),
+                      default=None)
+        messages = [to_message(item, model=self.model, agent=self.agent,
+                               usage=usage if i == carrier else None)
+                    for i, item in enumerate(items)]
+        self.log.execute(self.key, [
+            StartSession(channel=CHANNEL, user=self.user, agent=self.agent),
+            AppendMessages(messages=messages)])
+
+    def _clear(self) -> None:
+        if self.log.exists(self.key):
+            self.log.clear(self.key, reason="clear_session")
+
+    def _usage_delta(self, usage: RunUsage) -> convlog.Usage | None:
+        """The run's tokens not yet recorded: the wrapper's usage is cumulative over
+        a run, and one run writes to its session several times."""
+        cached = usage.input_tokens_details.cached_tokens or 0
+        now = (usage, usage.input_tokens, cached, usage.output_tokens)
+        seen = self._usage_seen
+        base = seen if seen is not None and seen[0] is usage else None
+        self._usage_seen = now
+        d_in, d_cached, d_out = (now[1] - base[1], now[2] - base[2], now[3] - base[3]
+                                 ) if base else now[1:]
+        if not (d_in or d_out):
+            return None
+        return convlog.Usage(input_tokens=max(0, d_in - d_cached), cache_read_tokens=d_cached,
+                             output_tokens=d_out)

@@ -1,0 +1,116 @@
+"""OpenAI Responses input items (what the Agents SDK keeps in a session) as convlog
+messages, and back.
+
+The way back is trivial on purpose: the item itself is stored as the message's `raw`,
+so `get_items` returns exactly what `add_items` was given. The readable message built
+here is what everything else of convlog reads: contexts after a restart, token counts,
+costs, the HTML pages. Kinds of items with no words in them (web searches, computer
+calls, references) become messages with empty content, which contexts skip.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from convlog.domain.content import (
+    AnyPart,
+    ImagePart,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    Usage,
+    content_text,
+)
+from convlog.domain.errors import InvalidInput
+from convlog.domain.events import MessageAppended
+from convlog.domain.messages import Message
+
+_TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
+
+
+def json_text(value: object) -> str:
+    """Tool arguments as JSON text: a model's malformed arguments are kept, wrapped,
+    rather than refused (the item itself is kept verbatim in `raw` anyway)."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+            return value
+        except ValueError:
+            return json.dumps({"unparsed_arguments": value})
+    return json.dumps(value)
+
+
+def _parts(content: object) -> str | list[AnyPart]:
+    if isinstance(content, str):
+        return content
+    parts: list[AnyPart] = []
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, Mapping):
+            continue
+        kind = part.get("type")
+        if kind in _TEXT_PARTS:
+            parts.append(TextPart(text=str(part.get("text") or part.get("refusal") or "")))
+        elif kind == "input_image":
+            ref = part.get("image_url") or part.get("file_id") or "inline image"
+            parts.append(ImagePart(ref=str(ref)[:200]))
+        elif kind == "input_file":
+            parts.append(TextPart(text=f"[file: {part.get('filename') or part.get('file_id')}]"))
+    return parts
+
+
+def _role(item: Mapping[str, Any]) -> str:
+    role = item.get("role")
+    if role == "user":
+        return "user"
+    # system/developer items are the host's instructions, never stored as a message of
+    # the conversation: they live on in `raw` only (the SDK gets them back)
+    return "assistant"
+
+
+def to_message(item: Mapping[str, Any], *, model: str | None = None, agent: str | None = None,
+               usage: Usage | None = None) -> Message:
+    """One Responses input item as a message that keeps the item as `raw`."""
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"a session item must be a JSON object, not {type(item).__name__}",
+                           field="items")
+    raw = json.loads(json.dumps(item))  # plain JSON values, and a copy the caller cannot change
+    kind = item.get("type", "message")
+    common: dict[str, Any] = {"raw": raw, "agent": agent}
+    if kind == "message" and item.get("role") in ("system", "developer"):
+        return Message(role="assistant", content=[], **common)
+    if kind == "message":
+        role = _role(item)
+        if role == "assistant":
+            return Message(role=role, content=_parts(item.get("content", "")), model=model,
+                           usage=usage, **common)
+        return Message(role=role, content=_parts(item.get("content", "")), **common)
+    if kind in ("function_call", "custom_tool_call"):
+        arguments = item.get("arguments", item.get("input", "{}"))
+        call = ToolCall(id=str(item.get("call_id") or item.get("id") or "call"),
+                        name=str(item.get("name", "tool")), arguments=json_text(arguments))
+        return Message(role="assistant", content=[], tool_calls=[call], model=model,
+                       usage=usage, **common)
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        output = item.get("output", "")
+        text = output if isinstance(output, str) else json.dumps(output)
+        return Message(role="tool", content=text, tool_call_id=str(item.get("call_id") or "call"),
+                       **common)
+    if kind == "reasoning":
+        summary = [p.get("text", "") for p in item.get("summary") or () if isinstance(p, Mapping)]
+        return Message(role="assistant", content=[ThinkingPart(text="\n".join(summary))],
+                       model=model, usage=usage, **common)
+    return Message(role="assistant", content=[], **common)
+
+
+def from_message(message: MessageAppended) -> dict[str, Any]:
+    """The item as the SDK added it. A message another host wrote has no `raw`: it is
+    given back as the nearest item (a text message, or a tool output)."""
+    if message.raw is not None:
+        return message.raw
+    text = content_text(message.content)
+    if message.role == "tool":
+        return {"type": "function_call_output", "call_id": message.tool_call_id or "call",
+                "output": text}
+    return {"role": message.role, "content": text}

@@ -1,0 +1,84 @@
+"""The live history of a conversation: the messages of its current epoch that were not
+retracted. This is what an agent SDK's session store hands back (`get_items`), and
+`retract_last` is its `pop_item`, recorded as a compensating event.
+
+Why a walk over events and not over messages: a retraction is an event of its own,
+written after the message it withdraws, so walking the log backwards meets the
+retraction first and can skip the message without ever rewriting it. The walk reads
+limited pages of the conversation's index and stops at the epoch's start, so
+`get_items(limit=N)` costs about N rows, like a plain SQLite session table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from convlog.domain.conversation import Command, Conversation, Retract, conversation_id
+from convlog.domain.events import ConversationCleared, MessageAppended, MessageRetracted
+from convlog.storage.application import ConversationStore
+
+PAGE = 128
+
+
+def _newest_first(store: ConversationStore, state: Conversation, page: int
+                  ) -> Iterator[MessageAppended]:
+    """Live messages of the current epoch up to `state.version`, newest first."""
+    cid = conversation_id(state.key)
+    upto = state.version
+    retracted: set[str] = set()
+    while upto > state.epoch_start_version:
+        rows = store.recorded(cid, upto=upto, desc=True,
+                              limit=min(page, upto - state.epoch_start_version))
+        for recorded in rows:
+            event = recorded.event
+            if isinstance(event, ConversationCleared):
+                return
+            if isinstance(event, MessageRetracted):
+                retracted.add(event.message_id)
+            elif isinstance(event, MessageAppended) and event.message_id not in retracted:
+                yield event
+        if not rows:
+            return
+        upto = rows[-1].version - 1
+
+
+def live_messages(store: ConversationStore, state: Conversation, last: int | None = None
+                  ) -> list[MessageAppended]:
+    """The live messages of the current epoch, oldest first; the newest `last` only
+    when it is given (only about that many rows are read)."""
+    if last is None:
+        rows = store.recorded(conversation_id(state.key), after=state.epoch_start_version,
+                              upto=state.version)
+        retracted = {r.event.message_id for r in rows if isinstance(r.event, MessageRetracted)}
+        return [r.event for r in rows if isinstance(r.event, MessageAppended)
+                and r.event.message_id not in retracted]
+    found: list[MessageAppended] = []
+    if last > 0:
+        for message in _newest_first(store, state, page=min(PAGE, last + 8)):
+            found.append(message)
+            if len(found) >= last:
+                break
+    return found[::-1]
+
+
+def retract_last(store: ConversationStore, key: str, reason: str | None
+                 ) -> MessageAppended | None:
+    """Retract the newest live message and return it; None when there is none.
+
+    The choice is made inside the write's retry loop against the state being written
+    to, so two writers popping at once retract two different messages: the loser's
+    insert conflicts, and it chooses again on the fresh state."""
+    chosen: list[MessageAppended] = []
+
+    def commands(state: Conversation, fresh: bool) -> Sequence[Command]:
+        chosen.clear()
+        if not state.started:
+            return []
+        newest = next(_newest_first(store, state, page=8), None)
+        if newest is None:
+            return []
+        chosen.append(newest)
+        return [Retract(message_id=newest.message_id, reason=reason)]
+
+    _, saved = store.execute(conversation_id(key), key, commands)
+    return chosen[0] if saved and chosen else None

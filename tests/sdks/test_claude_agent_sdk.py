@@ -1,0 +1,136 @@
+"""convlog's `SessionStore` for the Claude Agent SDK beyond the SDK's own suite: real
+transcript shapes read as messages (so costs and contexts work), dedupe by uuid,
+delete as a new epoch that keeps the history, and a second process's store."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import convlog
+
+pytest.importorskip("claude_agent_sdk")
+from claude_agent_sdk import get_session_messages_from_store
+
+from convlog.integrations.claude_agent_sdk import (
+    ConvlogSessionStore,
+    conversation_key,
+)
+
+KEY: Any = {"project_key": "-home-me-api", "session_id": "5f0c6a4e-0000-4000-8000-000000000001"}
+USAGE = {"input_tokens": 12, "output_tokens": 30, "cache_read_input_tokens": 900,
+         "cache_creation_input_tokens": 40}
+
+
+def entry(uuid: str, kind: str, message: Any = None, parent: str | None = None) -> Any:
+    found: dict[str, Any] = {"type": kind, "uuid": uuid, "parentUuid": parent,
+                             "sessionId": KEY["session_id"],
+                             "timestamp": "2026-01-02T03:04:05.000Z", "isSidechain": False}
+    if message is not None:
+        found["message"] = message
+    return found
+
+
+TRANSCRIPT = [
+    entry("u1", "user", {"role": "user", "content": "Where is auth configured?"}),
+    entry("a1", "assistant", {"id": "msg_01", "role": "assistant", "model": "claude-sonnet-4-5",
+                              "content": [{"type": "thinking", "thinking": "look",
+                                           "signature": "s"}],
+                              "usage": USAGE}, "u1"),
+    entry("a2", "assistant", {"id": "msg_01", "role": "assistant", "model": "claude-sonnet-4-5",
+                              "content": [{"type": "tool_use", "id": "toolu_1", "name": "Grep",
+                                           "input": {"pattern": "auth"}}],
+                              "usage": USAGE}, "a1"),
+    entry("u2", "user", {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "src/auth.py:3"}]}, "a2"),
+    entry("a3", "assistant", {"id": "msg_02", "role": "assistant", "model": "claude-sonnet-4-5",
+                              "content": [{"type": "text", "text": "In src/auth.py."}],
+                              "usage": {"input_tokens": 5, "output_tokens": 7}}, "u2"),
+    {"type": "custom-title", "customTitle": "Auth config", "sessionId": KEY["session_id"]},
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    opened = ConvlogSessionStore(f"sqlite:///{tmp_path / 'c.db'}")
+    yield opened
+    opened.close()
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_transcripts_come_back_exactly_and_read_as_messages(store: Any) -> None:
+    run(store.append(KEY, TRANSCRIPT))
+    assert run(store.load(KEY)) == TRANSCRIPT
+    messages = store.log.messages(conversation_key(KEY))
+    assert [m.role for m in messages] == ["user", "assistant", "assistant", "user",
+                                          "assistant", "assistant"]
+    assert messages[2].content[0].name == "Grep"
+    assert messages[5].content == []  # the title: kept, nothing to re-read
+    text = store.log.context(conversation_key(KEY)).text
+    assert "Where is auth configured?" in text and "In src/auth.py." in text
+    assert "called tool Grep" in text
+
+
+def test_usage_repeated_per_content_block_is_counted_once(store: Any) -> None:
+    run(store.append(KEY, TRANSCRIPT))
+    (row,) = [r for r in store.log.costs(by="model") if r.group == "claude-sonnet-4-5"]
+    assert (row.output_tokens, row.cache_read_tokens) == (30 + 7, 900)
+    assert row.cost_usd is not None and row.cost_usd > 0
+
+
+def test_a_retried_batch_is_deduplicated_by_uuid(store: Any) -> None:
+    run(store.append(KEY, TRANSCRIPT[:3]))
+    run(store.append(KEY, TRANSCRIPT[1:]))  # a retry overlapping what landed
+    run(store.append(KEY, [TRANSCRIPT[0], TRANSCRIPT[0]]))  # twice in one batch
+    assert run(store.load(KEY)) == TRANSCRIPT
+    run(store.append(KEY, [TRANSCRIPT[-1]]))  # no uuid: appended again, as the SDK asks
+    assert run(store.load(KEY)) == [*TRANSCRIPT, TRANSCRIPT[-1]]
+
+
+def test_delete_is_a_new_epoch_and_the_log_keeps_the_history(store: Any) -> None:
+    sub = {**KEY, "subpath": "subagents/agent-7"}
+    run(store.append(KEY, TRANSCRIPT[:2]))
+    run(store.append(sub, TRANSCRIPT[:1]))
+    run(store.delete(KEY))
+    assert run(store.load(KEY)) is None and run(store.load(sub)) is None
+    assert run(store.list_sessions(KEY["project_key"])) == []
+    assert len(store.log.messages(conversation_key(KEY))) == 2  # kept for replay
+    run(store.append(KEY, TRANSCRIPT[:2]))  # the same uuids, after the delete
+    assert run(store.load(KEY)) == TRANSCRIPT[:2]
+    assert [s["session_id"] for s in run(store.list_sessions(KEY["project_key"]))] == [
+        KEY["session_id"]]
+
+
+def test_another_process_store_reads_what_the_first_wrote(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    first = ConvlogSessionStore(url)
+    run(first.append(KEY, TRANSCRIPT))
+    first.close()
+    second = ConvlogSessionStore(url)
+    messages = run(get_session_messages_from_store(second, KEY["session_id"],
+                                                   directory="/home/me/api"))
+    second.close()
+    # the SDK's own reader rebuilds the conversation chain from what the store returns
+    assert [(m.type, m.uuid) for m in messages] == [
+        ("user", "u1"), ("assistant", "a1"), ("assistant", "a2"), ("user", "u2"),
+        ("assistant", "a3")]
+
+
+def test_keys_never_collide_and_bad_keys_are_named(store: Any) -> None:
+    a: Any = {"project_key": "a/b", "session_id": "c"}
+    b: Any = {"project_key": "a", "session_id": "b/c"}
+    assert conversation_key(a) != conversation_key(b)
+    run(store.append(a, [{"type": "x", "n": 1}]))
+    assert run(store.load(b)) is None
+    with pytest.raises(convlog.InvalidInput, match="subpath"):
+        run(store.append({**a, "subpath": ""}, [{"type": "x"}]))
+    with pytest.raises(convlog.InvalidInput, match="project_key"):
+        run(store.load({"session_id": "x"}))
+    with pytest.raises(convlog.InvalidInput, match="JSON object"):
+        run(store.append(a, ["not an entry"]))
