@@ -19,7 +19,6 @@ only known once it is read), located at ``file:line``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,9 @@ from convlog.domain.content import AnyPart, ToolResultPart, Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
 from convlog.importers.anthropic_blocks import ApiUsage, Block, to_part
-from convlog.importers.lines import MAX_LINE_BYTES, decode, located, read_lines
-from convlog.services.importing import ImportedConversation, ImportFailure
+from convlog.importers.files import FileImporter
+from convlog.importers.lines import decode, located, read_lines
+from convlog.services.importing import ImportedConversation
 
 
 class Body(msgspec.Struct):
@@ -89,27 +89,11 @@ class _Conversation:
             agent="claude-code", title=title, workspace=self.workspace, metadata=metadata)
 
 
-class ClaudeCodeImporter:
+class ClaudeCodeImporter(FileImporter):
     name = "claude-code"
+    pattern = "*.jsonl"
 
-    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
-        self.max_line_bytes = max_line_bytes
-
-    def files(self, path: Path) -> Iterator[Path]:
-        if path.is_file():
-            yield path
-        else:
-            yield from sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-
-    def conversations(self, path: Path) -> Iterator[ImportedConversation | ImportFailure]:
-        try:
-            found = self._read(path)
-        except InvalidInput as exc:
-            yield ImportFailure(source=str(path), error=str(located(exc, str(path))))
-            return
-        yield from found
-
-    def _read(self, path: Path) -> list[ImportedConversation]:
+    def read(self, path: Path) -> list[ImportedConversation]:
         convs: dict[str, _Conversation] = {}
         main: _Conversation | None = None
         summaries: list[str] = []

@@ -16,7 +16,6 @@ with the session id) are read too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,10 @@ import msgspec
 from convlog.domain.content import Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
-from convlog.importers.lines import MAX_LINE_BYTES, decode, located, read_lines
+from convlog.importers.files import FileImporter
+from convlog.importers.lines import decode, located, read_lines
 from convlog.importers.responses import ApiUsage, Item, to_message, usage
-from convlog.services.importing import ImportedConversation, ImportFailure
+from convlog.services.importing import ImportedConversation
 
 
 class Line(msgspec.Struct):
@@ -142,25 +142,12 @@ class _Rollout:
         self.conv.origins.append(where)
 
 
-class CodexImporter:
+class CodexImporter(FileImporter):
     name = "codex"
+    pattern = "rollout-*.jsonl"
 
-    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
-        self.max_line_bytes = max_line_bytes
-
-    def files(self, path: Path) -> Iterator[Path]:
-        if path.is_file():
-            yield path
-        else:
-            yield from sorted(p for p in path.rglob("rollout-*.jsonl") if p.is_file())
-
-    def conversations(self, path: Path) -> Iterator[ImportedConversation | ImportFailure]:
-        try:
-            rollout = self._read(path)
-        except InvalidInput as exc:
-            yield ImportFailure(source=str(path), error=str(located(exc, str(path))))
-            return
-        yield rollout.conv
+    def read(self, path: Path) -> list[ImportedConversation]:
+        return [self._read(path).conv]
 
     def _read(self, path: Path) -> _Rollout:
         rollout = _Rollout(path)

@@ -27,7 +27,8 @@ import msgspec
 
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
-from convlog.importers.lines import MAX_LINE_BYTES, decode, located, read_document, read_lines
+from convlog.importers.files import FileImporter
+from convlog.importers.lines import decode, located, read_document, read_lines
 from convlog.importers.responses import ApiUsage, Item, to_message, usage
 from convlog.services.importing import ImportedConversation, ImportFailure
 
@@ -49,28 +50,18 @@ class Peek(msgspec.Struct):
     input: msgspec.Raw = msgspec.Raw()
 
 
-class OpenAIImporter:
+class OpenAIImporter(FileImporter):
     name = "openai"
 
-    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
-        self.max_line_bytes = max_line_bytes
+    def wanted(self, path: Path) -> bool:
+        return path.suffix in (".json", ".jsonl")
 
-    def files(self, path: Path) -> Iterator[Path]:
-        if path.is_file():
-            yield path
-        else:
-            yield from sorted(p for p in path.rglob("*") if p.is_file()
-                              and p.suffix in (".json", ".jsonl"))
-
-    def conversations(self, path: Path) -> Iterator[ImportedConversation | ImportFailure]:
+    def read(self, path: Path) -> Iterator[ImportedConversation | ImportFailure]:
         base = f"openai:{path.stem}-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]}"
-        try:
-            if path.suffix == ".jsonl":
-                yield from self._jsonl(path, base)
-            else:
-                yield self._document(path, base)
-        except InvalidInput as exc:
-            yield ImportFailure(source=str(path), error=str(located(exc, str(path))))
+        if path.suffix == ".jsonl":
+            yield from self._jsonl(path, base)
+        else:
+            yield self._document(path, base)
 
     def _document(self, path: Path, base: str) -> ImportedConversation:
         data = read_document(path, self.max_line_bytes)

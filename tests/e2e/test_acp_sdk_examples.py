@@ -9,39 +9,21 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import tarfile
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 import convlog
 from tests.e2e.acp_harness import CLIENT_INFO, RecordingClient, env, proxy_command
+from tests.sdists import sdist
 
 acp = pytest.importorskip("acp")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def examples() -> Path:
     """examples/ of the sdist of the installed SDK version (downloaded once, cached)."""
-    release = version("agent-client-protocol")
-    cache = ROOT / ".pytest_cache" / "acp-sdist" / release
-    found = sorted(cache.glob("*/examples/echo_agent.py"))
-    if not found:
-        cache.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-             "--quiet", "-d", str(cache), f"agent-client-protocol=={release}"],
-            capture_output=True, text=True, timeout=300)
-        archives = sorted(cache.glob("agent_client_protocol-*.tar.gz"))
-        if done.returncode != 0 or not archives:
-            pytest.skip(f"cannot download the agent-client-protocol {release} sdist: "
-                        f"{(done.stderr or done.stdout).strip()[-300:]}")
-        with tarfile.open(archives[0]) as tar:
-            tar.extractall(cache, filter="data")
-        found = sorted(cache.glob("*/examples/echo_agent.py"))
-    return found[0].parent
+    return sdist("agent-client-protocol", "examples/echo_agent.py") / "examples"
 
 
 def test_the_sdk_example_client_through_the_proxy_to_the_sdk_example_agent(

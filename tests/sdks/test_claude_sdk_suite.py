@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sdks.sdists import sdist
+from tests.sdists import sdist
 
 pytest.importorskip("claude_agent_sdk")
 from claude_agent_sdk.testing import run_session_store_conformance

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sdks.sdists import sdist
+from tests.sdists import sdist
 
 pytest.importorskip("agents")
 PLUGINS = Path(__file__).parent / "plugins"

@@ -2,7 +2,7 @@
 
 Downloaded from the package index into .pytest_cache (nothing of it is committed), for
 exactly the installed version; without network or index the caller's tests skip,
-saying so, as the ACP example tests do."""
+saying so. Used by the ACP example tests and the SDK session-store suites."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def sdist(distribution: str, probe: str) -> Path:
