@@ -46,6 +46,8 @@ from convlog.domain.errors import (
 )
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
+from convlog.projections.replay_views import ConversationView, ViewEntry
+from convlog.projections.view_diff import MissingMessage, ViewDiff
 from convlog.services.builders import assistant, tool, user
 from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
@@ -140,12 +142,14 @@ __all__ = [
     "Context",
     "ConversationHandle",
     "ConversationLog",
+    "ConversationView",
     "ConvlogError",
     "CorruptEvent",
     "CostRow",
     "ImagePart",
     "InvalidInput",
     "Message",
+    "MissingMessage",
     "ModelPrice",
     "ResumeOutcome",
     "SessionInfo",
@@ -163,6 +167,8 @@ __all__ = [
     "UnknownConversation",
     "UnsupportedURL",
     "Usage",
+    "ViewDiff",
+    "ViewEntry",
     "__version__",
     "assistant",
     "open",
