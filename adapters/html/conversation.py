@@ -21,16 +21,8 @@ from convlog.domain.content import (
     ToolResultPart,
     ToolUsePart,
 )
-from convlog.domain.events import (
-    ConversationCleared,
-    HistoryInjected,
-    MessageAppended,
-    Recorded,
-    ResumeAttempted,
-    ResumeFailed,
-    ResumeSucceeded,
-    SummaryRecorded,
-)
+from convlog.domain.events import MessageAppended, Recorded
+from convlog.projections.replay_views import view as log_view
 
 # How the timeline colours an event: the resume story stands out from the chatter.
 EVENT_CLASS = {
@@ -108,23 +100,6 @@ def turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def agent_entry(version: int, event: object) -> dict[str, Any] | None:
-    """What entered the agent's context at this point besides the dialogue itself."""
-    if isinstance(event, HistoryInjected):
-        return {"v": version, "kind": "injection", "text": event.text,
-                "note": f"{event.message_count} messages, {event.tokens} tokens "
-                        f"(log {event.from_version}..{event.to_version})"}
-    if isinstance(event, SummaryRecorded):
-        return {"v": version, "kind": "summary", "text": event.text,
-                "note": f"summary of log {event.from_version}..{event.to_version}"}
-    if isinstance(event, ConversationCleared):
-        return {"v": version, "kind": "marker", "text": "conversation cleared"
-                + (f" ({event.reason})" if event.reason else "")}
-    if isinstance(event, ResumeSucceeded | ResumeFailed | ResumeAttempted):
-        return None
-    return None
-
-
 def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
     recorded: list[Recorded] = log.events(key)
     info = log.info(key)
@@ -134,7 +109,7 @@ def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
     timeline = [{"v": row.version, "at": row.at.isoformat(), "type": row.type,
                  "details": row.details, "cls": EVENT_CLASS.get(row.type, "")}
                 for row in log.timeline(key)]
-    views = log_views(log, key, recorded)
+    views = log_views(key, recorded)
     return {
         "key": key, "title": info.title, "user": info.user, "agent": info.agent,
         "status": info.status, "version": recorded[-1].version if recorded else 0,
@@ -147,19 +122,26 @@ def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
     }
 
 
-def log_views(log: convlog.ConversationLog, key: str,
-              recorded: Sequence[Recorded]) -> dict[str, list[dict[str, Any]]]:
-    """The user's view and the agent's view, as lists of entries that point at
-    messages by position (`{"v": n, "kind": "message"}`) or carry their own text
-    (injections, summaries, markers)."""
-    user = [{"v": r.version, "kind": "message"} for r in recorded
-            if isinstance(r.event, MessageAppended)]
-    agent: list[dict[str, Any]] = []
-    for r in recorded:
-        if isinstance(r.event, MessageAppended):
-            agent.append({"v": r.version, "kind": "message"})
-        else:
-            entry = agent_entry(r.version, r.event)
-            if entry is not None:
-                agent.append(entry)
-    return {"user_view": user, "agent_view": agent}
+def view_entry(entry: convlog.ViewEntry) -> dict[str, Any]:
+    """A view's entry for the page: a message points at its data by position; every
+    other entry (injected text, summaries, markers) carries its own text. In the
+    agent's view, `gone` says why an entry has left the agent's context."""
+    out: dict[str, Any] = {"v": entry.version, "kind": entry.kind}
+    if entry.kind != "message":
+        out["text"] = entry.text
+    if entry.note:
+        out["note"] = entry.note
+    if entry.gone:
+        out["gone"] = entry.gone
+    if entry.alert:
+        out["alert"] = True
+    return out
+
+
+def log_views(key: str, recorded: Sequence[Recorded]) -> dict[str, list[dict[str, Any]]]:
+    """The user's view and the agent's view (convlog.projections.replay_views), built
+    from the events the page already read."""
+    user = log_view(key, "user", recorded)
+    agent = log_view(key, "agent", recorded)
+    return {"user_view": [view_entry(e) for e in user.entries],
+            "agent_view": [view_entry(e) for e in agent.entries]}

@@ -69,12 +69,23 @@
     return li;
   }
 
+  // In the agent's view an entry may have left the agent's context (`gone`: why), and
+  // a marker may be flagged (`alert`: e.g. a fresh session that got no history).
   function entryNode(e) {
+    var node;
     if (e.kind === "message") {
       var m = byVersion[e.v];
-      return m ? messageEntry(m) : el("li", "entry", "#" + e.v);
+      node = m ? messageEntry(m) : el("li", "entry", "#" + e.v);
+      if (e.note) node.appendChild(el("div", "why", e.note));
+    } else {
+      node = otherEntry(e);
     }
-    return otherEntry(e);
+    if (e.gone) {
+      node.classList.add("gone");
+      node.appendChild(el("div", "why", "no longer in the agent's context: " + e.gone));
+    }
+    if (e.alert) node.classList.add("alert");
+    return node;
   }
 
   function timelineRow(r) {
