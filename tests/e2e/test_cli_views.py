@@ -4,6 +4,7 @@ run as a real subprocess too)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from datetime import datetime
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import run, run_all
+from tests.e2e.test_cli import clean_env, run, run_all
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "support:7"
@@ -106,3 +107,23 @@ def test_unknown_conversation_is_one_line(db: str) -> None:
         result = run("--db", db, *argv)
         assert result.code == 1 and result.out == ""
         assert result.err == "convlog: error: unknown conversation 'nobody'\n"
+
+
+def test_the_readme_session_is_real(db: str) -> None:
+    """The README's debugging session is this command's output (times aside)."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("$ python examples/forgetful_agent.py demo.db\n", 1)[1].split(
+        "\n```", 1)[0]
+    commands = re.findall(r"^\$ convlog --db demo.db (.+?)(?:\s+#.*)?$", block, re.M)
+    assert commands == ["replay support:7 --view agent", "diff support:7",
+                        "diff support:7 --at 16"]
+    shown = re.split(r"^\$ .*\n", block, flags=re.M)[1:]
+    env = clean_env(COLUMNS="96")
+    for command, expected in zip(commands, shown, strict=True):
+        result = run("--db", db, *command.split(), env=env)
+        assert result.code == 0, result
+        assert _timeless(result.out) == _timeless(expected.rstrip("\n") + "\n"), command
+
+
+def _timeless(text: str) -> str:
+    return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?", "TIME", text).rstrip() + "\n"
