@@ -223,7 +223,8 @@ def test_replay_views_and_diff(http: httpx.Client) -> None:
     assert [e["version"] for e in agent["entries"]] == [cleared, cleared + 1]
     assert agent["since"] == cleared
     before = http.get(key + "/replay", params={"view": "agent", "at": cleared - 1}).json()
-    assert [e["text"] for e in before["entries"]] == [m["content"] for m in TURN["messages"]]
+    assert [e["text"] for e in before["entries"]] == [
+        "What did we decide about auth?", "JWT with rotating keys."]
     d = http.get(key + "/diff").json()
     assert [m["reason"] for m in d["missing"]] == [f"before the clear at #{cleared}"] * 2
     assert d["in_context"] == 1
