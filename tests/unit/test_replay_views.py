@@ -307,3 +307,19 @@ def test_unknown_view_name() -> None:
     with pytest.raises(InvalidInput, match="unknown view 'bot'") as caught:
         view("k", "bot", [])
     assert caught.value.field == "view"
+
+
+def test_a_later_summary_replaces_an_injection_inside_its_range_only() -> None:
+    log = Log()
+    old = log.say("a", "b", "c", "d")
+    log.fresh("s2")
+    injected = log.inject(old[2], old[3], 2, "s2")
+    new = log.say("e", "f")
+    partial = log.summary(new[0], new[1])  # covers e..f, not the injection's c..d
+    assert live(log) == [(injected, "injection"), (partial, "summary")]
+    whole = log.summary(old[0], new[1])  # covers everything so far
+    assert live(log) == [(whole, "summary")]
+    gone = {e.version: e.gone for e in agent_view("k", log.recorded).entries}
+    assert gone[injected] == gone[partial] == f"replaced by the summary at #{whole}"
+    d = diff("k", log.recorded)
+    assert not d.missing and d.covered == 6
