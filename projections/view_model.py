@@ -20,7 +20,7 @@ Point = int | datetime
 MAX_VERSION = 2**63 - 1  # past the last position means "everything"
 
 
-class ViewEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class ViewEntry(msgspec.Struct, frozen=True, kw_only=True):
     """One thing the user saw or the agent received, at the log position it entered."""
 
     version: int

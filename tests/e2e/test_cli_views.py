@@ -48,9 +48,9 @@ def test_user_view_and_json(db: str) -> None:
     assert u["view"] == "user" and len(u["entries"]) == 10
     assert {e["kind"] for e in u["entries"]} == {"message"}
     assert a["view"] == "agent" and a["session"] == "0" and a["version"] == 21
-    live = [e["text"] for e in a["entries"] if e.get("live", True) and e["kind"] != "marker"]
+    live = [e["text"] for e in a["entries"] if e["live"]]
     assert live == ["Which branch do we deploy from?", "I don't know which branch you use."]
-    alerts = [e for e in a["entries"] if e.get("alert")]
+    alerts = [e for e in a["entries"] if e["alert"]]
     assert len(alerts) == 1 and alerts[0]["version"] == 19
     # Without --view, replay is the timeline, as before.
     assert [row["type"] for row in timeline.json()][:2] == ["session_started",
