@@ -95,6 +95,12 @@ def test_bad_at_is_a_usage_error_naming_it(db: str, argv: list[str]) -> None:
     assert "Traceback" not in result.err
 
 
+def test_the_timeline_takes_at_too(db: str) -> None:
+    at, until = run_all(["--db", db, "replay", KEY, "--at", "2", "--json"],
+                        ["--db", db, "replay", KEY, "--until", "2", "--json"])
+    assert [r["version"] for r in at.json()] == [1, 2] == [r["version"] for r in until.json()]
+
+
 def test_at_and_until_together_and_a_bad_view(db: str) -> None:
     both = run("--db", db, "replay", KEY, "--at", "3", "--until", "4")
     assert both.code == 2 and "not both" in both.err
