@@ -69,6 +69,7 @@ bench-tools:
 bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): printed, and saved in bench/results
 	$(BIN)/python -m bench.core
 	$(BIN)/python -m bench.context
+	$(BIN)/python -m bench.memory
 	$(BIN)/python -m bench.views
 	$(BIN)/python -m bench.writers
 	$(BIN)/python -m bench.formats
@@ -81,6 +82,7 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): print
 bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for development
 	$(BIN)/python -m bench.core --quick
 	$(BIN)/python -m bench.context --quick
+	$(BIN)/python -m bench.memory --quick
 	$(BIN)/python -m bench.views --quick
 	$(BIN)/python -m bench.writers --quick
 	$(BIN)/python -m bench.acp --quick

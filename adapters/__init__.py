@@ -44,6 +44,7 @@ from convlog.domain.errors import (
     SystemMessageRejected,
     UnknownConversation,
 )
+from convlog.domain.memory import MemoryCooling
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
 from convlog.projections.replay_views import ConversationView, ViewEntry
@@ -52,7 +53,9 @@ from convlog.services.builders import assistant, tool, user
 from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
+from convlog.services.memory import MemoryBlock
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
+from convlog.services.resumption import ConversationPart, ResumptionContext
 from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
@@ -99,6 +102,8 @@ def open(
     prices: dict[str, ModelPrice] | None = None,
     views: str | None = None,
     preload_tokenizer: bool = True,
+    max_injected_blocks_in_history: int = 3,
+    context_window_depth: int = 10,
 ) -> ConversationLog:
     """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``;
     default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``. With ``create=False`` a
@@ -108,9 +113,13 @@ def open(
     `preload_tokenizer`: a writable log loads the token counter in a background thread
     (~0.3 s, ~45 MiB) so that the first append does not wait for it; a host that gives
     every message's `tokens` itself and builds no context can pass False, and then
-    never loads it."""
+    never loads it. `max_injected_blocks_in_history`: memory blocks live in every
+    context (default 3; 0: a block lives for its own turn only). `context_window_depth`:
+    turns before a memory id may be injected again (default 10; 0: no cooldown)."""
     return ConversationLog(url, create=create, prices=prices, views=views,
-                           preload_tokenizer=preload_tokenizer)
+                           preload_tokenizer=preload_tokenizer,
+                           max_injected_blocks_in_history=max_injected_blocks_in_history,
+                           context_window_depth=context_window_depth)
 
 
 async def open_async(
@@ -120,13 +129,17 @@ async def open_async(
     prices: dict[str, ModelPrice] | None = None,
     views: str | None = None,
     preload_tokenizer: bool = True,
+    max_injected_blocks_in_history: int = 3,
+    context_window_depth: int = 10,
 ) -> AsyncConversationLog:
     """`open()` for asyncio hosts (same arguments): every method is a coroutine run off
     the event loop."""
     from convlog.services.aio import AsyncConversationLog
 
-    return await AsyncConversationLog.open(url, create=create, prices=prices, views=views,
-                                           preload_tokenizer=preload_tokenizer)
+    return await AsyncConversationLog.open(
+        url, create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
+        max_injected_blocks_in_history=max_injected_blocks_in_history,
+        context_window_depth=context_window_depth)
 
 
 __all__ = [
@@ -142,16 +155,20 @@ __all__ = [
     "Context",
     "ConversationHandle",
     "ConversationLog",
+    "ConversationPart",
     "ConversationView",
     "ConvlogError",
     "CorruptEvent",
     "CostRow",
     "ImagePart",
     "InvalidInput",
+    "MemoryBlock",
+    "MemoryCooling",
     "Message",
     "MissingMessage",
     "ModelPrice",
     "ResumeOutcome",
+    "ResumptionContext",
     "SessionInfo",
     "StorageError",
     "SystemMessageRejected",

@@ -25,6 +25,7 @@ from convlog.domain.events import (
     ConversationCleared,
     Event,
     HistoryInjected,
+    MemoryInjected,
     MessageAppended,
     NativeSessionBound,
     ResumeAttempted,
@@ -35,6 +36,7 @@ from convlog.domain.events import (
     SessionStarted,
     SummaryRecorded,
 )
+from convlog.domain.memory import InjectMemory, decide_memory, remember
 from convlog.domain.messages import Message
 
 # WARNING: changing this namespace re-keys every stored conversation.
@@ -93,6 +95,12 @@ class Conversation(msgspec.Struct, kw_only=True):
     native_session_id: str | None = None
     injected_native_session_ids: list[str] = []
     """Native sessions that already received injected history (at most once each)."""
+    turns: int = 0
+    """User messages recorded: the unit of the memory-block cooldown."""
+    memory_blocks: int = 0
+    recent_memories: dict[str, int] = {}
+    """Memory id -> the turn of its latest injection in this epoch (bounded: see
+    convlog.domain.memory.remember), so the cooldown is decided without a scan."""
 
 
 # --------------------------------------------------------------------------- fold
@@ -110,6 +118,11 @@ def evolve(state: Conversation, event: Event) -> None:
         state.title, state.workspace = event.title, event.workspace
     elif isinstance(event, MessageAppended):
         state.message_count += 1
+        if event.role == "user":
+            state.turns += 1
+    elif isinstance(event, MemoryInjected):
+        state.memory_blocks += 1
+        state.recent_memories = remember(state.recent_memories, event, state.turns)
     elif isinstance(event, NativeSessionBound):
         state.native_session_id = event.native_session_id
     elif isinstance(event, HistoryInjected) and event.native_session_id:
@@ -125,6 +138,7 @@ def evolve(state: Conversation, event: Event) -> None:
         state.epoch_start_version = state.version
         state.epoch_start_message_count = state.message_count
         state.summary_version = 0
+        state.recent_memories = {}
     elif isinstance(event, SummaryRecorded):
         state.summary_version = state.version
 
@@ -191,7 +205,7 @@ class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
 
 Command = (
     StartSession | AppendMessages | BindNativeSession | Archive | Reactivate | Clear | RecordFact
-    | RequireUser
+    | RequireUser | InjectMemory
 )
 
 
@@ -240,6 +254,9 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         events.append(ConversationCleared(at=now, reason=command.reason))
     elif isinstance(command, RecordFact):
         events.append(_checked_fact(msgspec.structs.replace(command.event, at=now), state))
+    elif isinstance(command, InjectMemory):
+        events.append(decide_memory(command, turns=state.turns, recent=state.recent_memories,
+                                    bound_session=state.native_session_id, now=now))
     return events
 
 

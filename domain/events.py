@@ -148,6 +148,19 @@ class SummaryRecorded(Event, tag="summary_recorded", frozen=True):
     summarizer: str | None = None
 
 
+class MemoryInjected(Event, tag="memory_injected", frozen=True):
+    """A block of retrieved memories the host placed before a turn. `text` is the
+    exact block it sent (it starts with ``[Context from memory]``); `turn` is how many
+    user messages the conversation had when it entered (its log version is the
+    event's own position). Whether it is still live is a projection of the log."""
+
+    block_id: str
+    memory_ids: list[str]
+    text: str
+    turn: int
+    native_session_id: str | None = None
+
+
 class SessionArchived(Event, tag="session_archived", frozen=True):
     reason: str | None = None
 
@@ -171,6 +184,7 @@ AnyEvent = (
     | ResumeFailed
     | HistoryInjected
     | SummaryRecorded
+    | MemoryInjected
     | SessionArchived
     | SessionReactivated
     | ConversationCleared
@@ -185,6 +199,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ResumeFailed,
     HistoryInjected,
     SummaryRecorded,
+    MemoryInjected,
     SessionArchived,
     SessionReactivated,
     ConversationCleared,

@@ -20,13 +20,16 @@ did. Rules, from the events' own meaning:
   right after it;
 - ``summary_recorded`` otherwise is a compaction: it enters, and the messages (and
   injections) of the current session that it covers leave the context;
+- ``memory_injected``: the block enters where it was recorded; whether it is still
+  live is the memory projection's answer (convlog.projections.memory: at most
+  `memory_cap` blocks, 0 = a block lives for its own turn);
 - ``conversation_cleared``: nothing from before it is shown; context starts empty.
 
 A fresh session that starts empty while earlier messages exist, and gets nothing
 injected before its first message, is flagged (`alert`): "why did the agent forget".
 
-Injected blocks enter through `AgentWalk.enter_block`, the one place a new kind of
-injected text (e.g. memory blocks) plugs in.
+Injected blocks (history, summaries, memory) enter through `AgentWalk.enter_block`,
+the one place a new kind of injected text plugs in.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from datetime import datetime
 from convlog.domain.events import (
     ConversationCleared,
     HistoryInjected,
+    MemoryInjected,
     MessageAppended,
     NativeSessionBound,
     Recorded,
@@ -46,6 +50,7 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SummaryRecorded,
 )
+from convlog.projections.memory import DEFAULT_CAP, lifetimes
 from convlog.projections.transcript import render_content, shorten
 from convlog.projections.view_model import ConversationView, EntryKind, Point, ViewEntry, cut
 
@@ -154,6 +159,9 @@ class AgentWalk:
             self._injected(r, e)
         elif isinstance(e, SummaryRecorded):
             self._summary(r, e)
+        elif isinstance(e, MemoryInjected):
+            self.enter_block(r, "memory", e.text, None,
+                             f"memories {', '.join(e.memory_ids) or '-'}")
         elif isinstance(e, ConversationCleared):
             self._cleared(r, e)
 
@@ -277,12 +285,19 @@ class AgentWalk:
 
     # ------------------------------------------------------------------ result
 
-    def finish(self, key: str, version: int) -> ConversationView:
+    def finish(self, key: str, version: int, evicted: dict[int, int | None] | None = None,
+               memory_cap: int = DEFAULT_CAP) -> ConversationView:
+        """The view; `evicted` is the memory projection's answer for each block
+        (its version: the version that evicted it, None while live)."""
         self._settle_fresh(False)
         entries = []
         for s in self.slots:
             gone = s.gone if s.segment == self.segment else (
                 s.gone or self.left.get(s.segment, "in an earlier agent session"))
+            end = (evicted or {}).get(s.version) if s.kind == "memory" else None
+            if gone is None and end is not None:
+                gone = (f"evicted at #{end} (a block lives for its own turn)" if memory_cap == 0
+                        else f"evicted at #{end} (at most {memory_cap} blocks stay live)")
             entries.append(ViewEntry(
                 version=s.version, at=s.at, kind=s.kind, text=s.text, role=s.role,
                 message_id=s.message_id, session=self.names[s.segment],
@@ -302,12 +317,13 @@ def _message_slot(r: Recorded, e: MessageAppended, segment: int) -> _Slot:
                  segment=segment, role=e.role, message_id=e.message_id)
 
 
-def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None
-               ) -> ConversationView:
-    """What the agent received, in order, since the latest clear (see the module doc)."""
+def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None, *,
+               memory_cap: int = DEFAULT_CAP) -> ConversationView:
+    """What the agent received, in order, since the latest clear (see the module doc).
+    `memory_cap`: the log's `max_injected_blocks_in_history`."""
+    events = cut(recorded, at)
     walk = AgentWalk()
-    version = 0
-    for r in cut(recorded, at):
+    for r in events:
         walk.feed(r)
-        version = r.version
-    return walk.finish(key, version)
+    return walk.finish(key, events[-1].version if events else 0,
+                       lifetimes(events, memory_cap), memory_cap)

@@ -4,7 +4,12 @@ Injected text is data, not instructions, and the conversation's own text is the 
 hostile input a host has: a user can type ``</conversation_history>`` or
 ``[Context from memory]``. So every piece of conversation text is escaped (xml) or
 quoted line by line (markdown), and in the `messages` format it never leaves its
-`content` string: no text can close or forge the wrapper.
+`content` string: no text can close or forge the wrapper. A line of dialogue (or of a
+summary) that starts like a memory block is marked ``[not a memory block]`` before
+it gets here (convlog.domain.memory.neutralise); real blocks, which only
+`memory_injected` events make, are shown as blocks: ``<memory_block>`` in xml, a
+"memory block" heading in markdown, their exact ``[Context from memory]`` text in
+`messages`.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from convlog.domain.errors import InvalidInput
-from convlog.projections.context import Window
+from convlog.domain.memory import neutralise
+from convlog.projections.context import ContextMessage, Window
 
 Format = Literal["xml", "markdown", "messages"]
 FORMATS: tuple[str, ...] = ("xml", "markdown", "messages")
@@ -55,7 +61,7 @@ def xml_text(text: str) -> str:
     return escape(_NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
-def _time(moment: datetime) -> str:
+def time_text(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -66,42 +72,72 @@ def _omitted_note(window: Window) -> str | None:
     return f"{window.omitted} earlier message{s} of this conversation are not included."
 
 
-def render_xml(key: str, window: Window) -> str:
-    lines = [f"<conversation_history conversation={quoteattr(_NOT_XML.sub('?', key))} "
-             f"messages=\"{len(window.messages)}\" omitted=\"{window.omitted}\">",
-             PREAMBLE]
+def xml_items(window: Window) -> list[str]:
+    """The window's note, summary, blocks and messages as XML lines (escaped)."""
+    lines = []
     note = _omitted_note(window)
     if note:
         lines.append(f"<note>{xml_text(note)}</note>")
     if window.summary:
         lines.append(f"<summary messages=\"{window.summary.message_count}\">"
-                     f"{xml_text(window.summary.text)}</summary>")
+                     f"{xml_text(neutralise(window.summary.text))}</summary>")
     for m in window.messages:
-        lines.append(f"<message role={quoteattr(m.role)} time={quoteattr(_time(m.at))}>"
+        if m.is_block:
+            lines.append(f"<memory_block memories={quoteattr(_ids(m))} "
+                         f"time={quoteattr(time_text(m.at))}>{xml_text(m.text)}</memory_block>")
+            continue
+        lines.append(f"<message role={quoteattr(m.role)} time={quoteattr(time_text(m.at))}>"
                      f"{xml_text(m.text)}</message>")
-    lines.append("</conversation_history>")
+    return lines
+
+
+def render_xml(key: str, window: Window) -> str:
+    lines = [f"<conversation_history conversation={quoteattr(_NOT_XML.sub('?', key))} "
+             f"messages=\"{len(_dialogue(window))}\" omitted=\"{window.omitted}\">",
+             PREAMBLE, *xml_items(window), "</conversation_history>"]
     return "\n".join(lines)
+
+
+def _ids(m: ContextMessage) -> str:
+    return _NOT_XML.sub("?", ", ".join(m.memory_ids))
+
+
+def _dialogue(window: Window) -> list[ContextMessage]:
+    return [m for m in window.messages if not m.is_block]
 
 
 def _quoted(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines() or [""])
 
 
-def render_markdown(key: str, window: Window) -> str:
-    span = ""
-    if window.messages:
-        span = f", {_time(window.messages[0].at)} to {_time(window.messages[-1].at)}"
-    safe_key = key.replace("`", "'")
-    lines = [MARKDOWN_HEADER, "",
-             f"Conversation `{safe_key}`: {len(window.messages)} message(s){span}. " + PREAMBLE,
-             ""]
+def markdown_items(window: Window) -> list[str]:
+    """The window's note, summary, blocks and messages as Markdown lines (quoted)."""
+    lines: list[str] = []
     note = _omitted_note(window)
     if note:
         lines += [f"_{note}_", ""]
     if window.summary:
-        lines += ["**Summary of the earlier messages:**", _quoted(window.summary.text), ""]
+        lines += ["**Summary of the earlier messages:**",
+                  _quoted(neutralise(window.summary.text)), ""]
     for m in window.messages:
-        lines += [f"**{m.role}** ({_time(m.at)}):", _quoted(m.text), ""]
+        if m.is_block:
+            ids = _ids(m).replace("`", "'")
+            lines += [f"**memory block** ({time_text(m.at)}; memories: `{ids}`):",
+                      _quoted(m.text), ""]
+            continue
+        lines += [f"**{m.role}** ({time_text(m.at)}):", _quoted(m.text), ""]
+    return lines
+
+
+def render_markdown(key: str, window: Window) -> str:
+    span = ""
+    dialogue = _dialogue(window)
+    if dialogue:
+        span = f", {time_text(dialogue[0].at)} to {time_text(dialogue[-1].at)}"
+    safe_key = key.replace("`", "'")
+    lines = [MARKDOWN_HEADER, "",
+             f"Conversation `{safe_key}`: {len(dialogue)} message(s){span}. " + PREAMBLE,
+             "", *markdown_items(window)]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -111,13 +147,16 @@ def render_messages(key: str, window: Window) -> list[dict[str, Any]]:
     merged so roles alternate, as Anthropic's API requires."""
     out: list[dict[str, Any]] = []
     preface = [p for p in (_omitted_note(window),
-                           f"Summary of the earlier messages: {window.summary.text}"
+                           "Summary of the earlier messages: "
+                           + neutralise(window.summary.text)
                            if window.summary else None) if p]
     if preface:
         out.append({"role": "user", "content": "\n".join(["[Earlier in this conversation]",
                                                            *preface])})
     for m in window.messages:
-        role = "user" if m.role == "user" else "assistant"
+        # A block goes to the agent as the host sent it: user-side text that starts
+        # with the reserved prefix (dialogue cannot: it was neutralised).
+        role = "user" if m.role in ("user", "memory") else "assistant"
         if out and out[-1]["role"] == role:
             out[-1]["content"] += "\n\n" + m.text
         else:

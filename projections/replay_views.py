@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import Recorded
 from convlog.projections.agent_view import AgentWalk, agent_view
+from convlog.projections.memory import DEFAULT_CAP
 from convlog.projections.transcript import transcript
 from convlog.projections.view_model import (
     MAX_VERSION,
@@ -45,10 +46,10 @@ def user_view(key: str, recorded: Iterable[Recorded], at: Point | None = None
                             entries=entries)
 
 
-def view(key: str, name: str, recorded: Iterable[Recorded], at: Point | None = None
-         ) -> ConversationView:
+def view(key: str, name: str, recorded: Iterable[Recorded], at: Point | None = None, *,
+         memory_cap: int = DEFAULT_CAP) -> ConversationView:
     if name == "user":
         return user_view(key, recorded, at)
     if name == "agent":
-        return agent_view(key, recorded, at)
+        return agent_view(key, recorded, at, memory_cap=memory_cap)
     raise InvalidInput(f"unknown view {name!r}; expected user or agent", field="view")

@@ -15,6 +15,7 @@ from convlog.domain.events import (
     ConversationCleared,
     Event,
     HistoryInjected,
+    MemoryInjected,
     MessageAppended,
     NativeSessionBound,
     Recorded,
@@ -72,6 +73,10 @@ def describe(event: Event) -> str:
         return _pairs(range=f"{event.from_version}..{event.to_version}",
                       messages=event.message_count, tokens=event.tokens,
                       summarizer=event.summarizer) + f" | {shorten(event.text)}"
+    if isinstance(event, MemoryInjected):
+        return _pairs(block=event.block_id, memories=",".join(event.memory_ids),
+                      turn=event.turn, native_session_id=event.native_session_id) + (
+            f" | {shorten(event.text)}")
     if isinstance(event, SessionArchived | ConversationCleared):
         return _pairs(reason=event.reason)
     return ""

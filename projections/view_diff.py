@@ -5,7 +5,7 @@ Compared at one point of the log (the two views cut at the same place):
   with the reason (before a clear, left out of an injection, lost when a fresh
   session started with nothing injected, replaced by a summary);
 - `extra`: text the agent received that the user never saw (injected history,
-  summaries, injected blocks), with whether it is still in context;
+  summaries, memory blocks), with whether it is still in context;
 - `alerts`: the agent view's flagged markers, e.g. a fresh session whose resume
   injected nothing although earlier messages existed.
 
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 import msgspec
 
 from convlog.domain.events import ConversationCleared, Recorded
+from convlog.projections.memory import DEFAULT_CAP
 from convlog.projections.replay_views import (
     ConversationView,
     Point,
@@ -58,9 +59,11 @@ class ViewDiff(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.missing or self.extra or self.alerts)
 
 
-def diff(key: str, recorded: Iterable[Recorded], at: Point | None = None) -> ViewDiff:
+def diff(key: str, recorded: Iterable[Recorded], at: Point | None = None, *,
+         memory_cap: int = DEFAULT_CAP) -> ViewDiff:
     events = cut(recorded, at)
-    return compare(user_view(key, events), agent_view(key, events), _last_clear(events))
+    return compare(user_view(key, events), agent_view(key, events, memory_cap=memory_cap),
+                   _last_clear(events))
 
 
 def _last_clear(events: list[Recorded]) -> int:

@@ -208,6 +208,11 @@ def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
 
 def cmd_context(log: ConversationLog, args: argparse.Namespace) -> None:
     budget = Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
+    if args.user is not None or args.workspace is not None:
+        _span_context(log, args, budget)
+        return
+    if args.key is None:
+        raise ConvlogError("give a conversation KEY, or --user/--workspace")
     context = log.context(args.key, budget=budget, format=args.format,
                           exclude=args.exclude, model=args.model)
     if args.json:
@@ -220,6 +225,24 @@ def cmd_context(log: ConversationLog, args: argparse.Namespace) -> None:
     if sys.stderr.isatty() and not args.json:
         print(f"({context.message_count} messages, {context.tokens} tokens by "
               f"{context.counter}, {context.omitted} left out)", file=sys.stderr)
+
+
+def _span_context(log: ConversationLog, args: argparse.Namespace, budget: Budget) -> None:
+    if args.key is not None:
+        raise ConvlogError("give either a conversation KEY or --user/--workspace, not both")
+    if args.format == "messages" or args.exclude:
+        raise ConvlogError("a context across conversations has the formats xml and "
+                           "markdown, and no --exclude")
+    span = log.resumption_context(user=args.user, workspace=args.workspace,
+                                  conversations=args.conversations, budget=budget,
+                                  format=args.format, model=args.model)
+    if args.json:
+        print_json(span)
+        return
+    sys.stdout.write(span.text if span.text.endswith("\n") else span.text + "\n")
+    if sys.stderr.isatty():
+        print(f"({span.conversation_count} conversations, {span.message_count} messages, "
+              f"{span.tokens} tokens by {span.counter})", file=sys.stderr)
 
 
 def _state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], None]:

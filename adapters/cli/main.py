@@ -113,8 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", metavar="VERSION|ISO-TIME",
                    help="as of this position, or this time (UTC unless it has an offset)")
 
-    p = command("context", "the history a fresh agent session would get, cut to a budget")
-    p.add_argument("key")
+    p = command("context", "the history a fresh agent session would get, cut to a budget; "
+                           "with --user/--workspace, across their recent conversations")
+    p.add_argument("key", nargs="?", help="the conversation (omit with --user/--workspace)")
+    p.add_argument("--user", help="a context across this user's recent conversations")
+    p.add_argument("--workspace", help="a context across this workspace's recent "
+                                       "conversations (with --user: both must match)")
+    p.add_argument("--conversations", type=positive_int, default=3, metavar="N",
+                   help="with --user/--workspace: the N most recent (default 3)")
     p.add_argument("--tokens", type=positive_int, default=10_000, metavar="N",
                    help="token budget of the whole text (default 10000)")
     p.add_argument("--messages", type=positive_int, default=30, metavar="N",

@@ -22,6 +22,7 @@ from convlog.domain.content import (
     ToolUsePart,
 )
 from convlog.domain.events import MessageAppended, Recorded
+from convlog.domain.memory import is_forged
 from convlog.projections.replay_views import view as log_view
 
 # How the timeline colours an event: the resume story stands out from the chatter.
@@ -109,7 +110,7 @@ def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
     timeline = [{"v": row.version, "at": row.at.isoformat(), "type": row.type,
                  "details": row.details, "cls": EVENT_CLASS.get(row.type, "")}
                 for row in log.timeline(key)]
-    views = log_views(key, recorded)
+    views = log_views(log, key, recorded)
     return {
         "key": key, "title": info.title, "user": info.user, "agent": info.agent,
         "status": info.status, "version": recorded[-1].version if recorded else 0,
@@ -122,15 +123,29 @@ def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
     }
 
 
-def view_entry(entry: convlog.ViewEntry) -> dict[str, Any]:
+def _forged(event: MessageAppended) -> bool:
+    """Does some text of this message start a line like a memory block?"""
+    content = event.content
+    if isinstance(content, str):
+        return is_forged(content)
+    return any(is_forged(p.text) for p in content if isinstance(p, TextPart)) or any(
+        is_forged(p.content) for p in content if isinstance(p, ToolResultPart))
+
+
+def view_entry(entry: convlog.ViewEntry, forged: set[int]) -> dict[str, Any]:
     """A view's entry for the page: a message points at its data by position; every
-    other entry (injected text, summaries, markers) carries its own text. In the
-    agent's view, `gone` says why an entry has left the agent's context."""
+    other entry (injected text, summaries, memory blocks, markers) carries its own
+    text. In the agent's view, `gone` says why an entry has left the agent's context,
+    and `forged` marks dialogue that starts like a memory block but is not one."""
     out: dict[str, Any] = {"v": entry.version, "kind": entry.kind}
     if entry.kind != "message":
         out["text"] = entry.text
+    elif entry.version in forged:
+        out["forged"] = True
     if entry.note:
         out["note"] = entry.note
+    if entry.kind == "memory" and entry.live:
+        out["note"] = f"{entry.note}; live"
     if entry.gone:
         out["gone"] = entry.gone
     if entry.alert:
@@ -138,10 +153,13 @@ def view_entry(entry: convlog.ViewEntry) -> dict[str, Any]:
     return out
 
 
-def log_views(key: str, recorded: Sequence[Recorded]) -> dict[str, list[dict[str, Any]]]:
-    """The user's view and the agent's view (convlog.projections.replay_views), built
-    from the events the page already read."""
+def log_views(log: convlog.ConversationLog, key: str,
+              recorded: Sequence[Recorded]) -> dict[str, list[dict[str, Any]]]:
+    """The user's view and the agent's view (convlog.projections.replay_views, with
+    the log's memory-block cap), built from the events the page already read."""
     user = log_view(key, "user", recorded)
-    agent = log_view(key, "agent", recorded)
-    return {"user_view": [view_entry(e) for e in user.entries],
-            "agent_view": [view_entry(e) for e in agent.entries]}
+    agent = log_view(key, "agent", recorded, memory_cap=log.max_injected_blocks_in_history)
+    forged = {r.version for r in recorded
+              if isinstance(r.event, MessageAppended) and _forged(r.event)}
+    return {"user_view": [view_entry(e, set()) for e in user.entries],
+            "agent_view": [view_entry(e, forged) for e in agent.entries]}

@@ -72,6 +72,15 @@ class AsyncClient:
                        ) -> list[convlog.CatalogRow]:
         return await self.send(wire.sessions(user, agent, include_archived, limit))
 
+    async def resumption_context(self, *, user: str | None = None,
+                           workspace: str | None = None, conversations: int = 3,
+                           budget: Budget | None = None, format: str = "xml",
+                           model: str | None = None) -> convlog.ResumptionContext:
+        """One budgeted context across a user's recent conversations (a user token:
+        its own), as `ConversationLog.resumption_context`."""
+        return await self.send(wire.user_context(user, workspace, conversations, budget, format,
+                                          model))
+
     async def costs(self, *, by: str = "model", since: date | datetime | None = None
                     ) -> list[convlog.CostRow]:
         return await self.send(wire.costs(by, since))
@@ -134,6 +143,22 @@ class AsyncRemoteConversation:
                       exclude: Iterable[str] = (), model: str | None = None
                       ) -> convlog.Context:
         return await self.client.send(wire.context(self.path, budget, format, exclude, model))
+
+    async def inject_memory(self, text: str, memory_ids: Sequence[str] = (), *,
+                      block_id: str | None = None, native_session_id: str | None = None
+                      ) -> convlog.MemoryBlock:
+        """A memory block before a turn, as the agent must get it (`MemoryCooling`
+        when a memory id is cooling down: nothing recorded)."""
+        return await self.client.send(wire.inject_memory(self.path, text, memory_ids, block_id,
+                                                  native_session_id))
+
+    async def memory_cooldown(self) -> dict[str, int]:
+        """{memory id: turns left} for the ids that must not be injected now."""
+        return (await self.client.send(wire.memory(self.path))).cooldown
+
+    async def live_memory(self, *, at: int | None = None) -> list[convlog.MemoryBlock]:
+        """The live memory blocks, oldest first (now, or at log version `at`)."""
+        return (await self.client.send(wire.memory(self.path, at))).live
 
     async def resume_attempt(self, strategy: str, native_session_id: str | None = None
                              ) -> convlog.AppendResult:

@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 import convlog
-from convlog.http import analytics, conversations, resume, stream
+from convlog.http import analytics, conversations, memory, resume, stream
 from convlog.http.auth import Auth
 from convlog.http.endpoint import Call, Endpoint, Server, json_response
 from convlog.http.idempotency import HEADER, Stored
@@ -32,8 +32,9 @@ from convlog.http.openapi import encoded
 from convlog.http.problems import handle, to_problem
 from convlog.http.schema import Health
 
+# New endpoints go last: an operationId carries the endpoint's index.
 ENDPOINTS: list[Endpoint] = [*conversations.ENDPOINTS, *resume.ENDPOINTS, *stream.ENDPOINTS,
-                             *analytics.ENDPOINTS]
+                             *analytics.ENDPOINTS, *memory.ENDPOINTS]
 
 
 def _view(server: Server, endpoint: Endpoint) -> Any:

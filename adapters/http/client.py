@@ -79,6 +79,15 @@ class Client:
                  ) -> list[convlog.CatalogRow]:
         return self.send(wire.sessions(user, agent, include_archived, limit))
 
+    def resumption_context(self, *, user: str | None = None,
+                           workspace: str | None = None, conversations: int = 3,
+                           budget: Budget | None = None, format: str = "xml",
+                           model: str | None = None) -> convlog.ResumptionContext:
+        """One budgeted context across a user's recent conversations (a user token:
+        its own), as `ConversationLog.resumption_context`."""
+        return self.send(wire.user_context(user, workspace, conversations, budget, format,
+                                          model))
+
     def costs(self, *, by: str = "model", since: date | datetime | None = None
               ) -> list[convlog.CostRow]:
         return self.send(wire.costs(by, since))
@@ -144,6 +153,22 @@ class RemoteConversation:
     def context(self, *, budget: Budget | None = None, format: str = "xml",
                 exclude: Iterable[str] = (), model: str | None = None) -> convlog.Context:
         return self.client.send(wire.context(self.path, budget, format, exclude, model))
+
+    def inject_memory(self, text: str, memory_ids: Sequence[str] = (), *,
+                      block_id: str | None = None, native_session_id: str | None = None
+                      ) -> convlog.MemoryBlock:
+        """A memory block before a turn, as the agent must get it (`MemoryCooling`
+        when a memory id is cooling down: nothing recorded)."""
+        return self.client.send(wire.inject_memory(self.path, text, memory_ids, block_id,
+                                                  native_session_id))
+
+    def memory_cooldown(self) -> dict[str, int]:
+        """{memory id: turns left} for the ids that must not be injected now."""
+        return (self.client.send(wire.memory(self.path))).cooldown
+
+    def live_memory(self, *, at: int | None = None) -> list[convlog.MemoryBlock]:
+        """The live memory blocks, oldest first (now, or at log version `at`)."""
+        return (self.client.send(wire.memory(self.path, at))).live
 
     def resume_attempt(self, strategy: str, native_session_id: str | None = None
                        ) -> convlog.AppendResult:

@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 import convlog
 from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.memory import MemoryCooling
 from convlog.http.schema import Problem
 
 PROBLEM_TYPE = "application/problem+json"
@@ -90,8 +91,8 @@ def to_problem(exc: BaseException, instance: str | None = None) -> Response:
                                 instance=instance)
     if isinstance(exc, InvalidInput):
         detail = f"{exc.where}: {exc.reason}" if exc.where else exc.reason
-        return problem_response(422, "invalid-input", detail, field=exc.field,
-                                instance=instance)
+        slug = "memory-cooling" if isinstance(exc, MemoryCooling) else "invalid-input"
+        return problem_response(422, slug, detail, field=exc.field, instance=instance)
     if isinstance(exc, UnknownConversation):
         return problem_response(404, "unknown-conversation", str(exc), field="key",
                                 instance=instance)

@@ -17,6 +17,7 @@ from convlog.domain.events import AnyEvent, MessageAppended, ReasonClass
 from convlog.projections.formats import Format
 from convlog.services.context import Context
 from convlog.services.jsonlines import AnyLine, MessageLine
+from convlog.services.memory import MemoryBlock
 
 CostGroup = Literal["conversation", "user", "agent", "model", "day"]
 TelemetryGroup = Literal["strategy", "agent", "client", "day", "reason"]
@@ -60,6 +61,16 @@ class EventsIn(Body, frozen=True):
 class NativeSessionIn(Body, frozen=True):
     native_session_id: str
     agent: str | None = None
+
+
+class MemoryIn(Body, frozen=True):
+    """A block of retrieved memories to place before a turn. `text` gets the
+    ``[Context from memory]`` prefix if it lacks it; `block_id` is generated when absent."""
+
+    text: str
+    memory_ids: list[str] = []
+    block_id: str | None = None
+    native_session_id: str | None = None
 
 
 class ReasonIn(Body, frozen=True):
@@ -127,6 +138,16 @@ class Injection(msgspec.Struct, frozen=True, kw_only=True):
     injected: bool
     already_injected: bool
     context: Context | None = None
+
+
+class MemoryState(msgspec.Struct, frozen=True, kw_only=True):
+    """The memory blocks the agent has now (oldest first), and {memory id: turns left}
+    for the ids a host must not inject yet."""
+
+    live: list[MemoryBlock]
+    cooldown: dict[str, int]
+    max_injected_blocks_in_history: int
+    context_window_depth: int
 
 
 class TimelineOut(msgspec.Struct, frozen=True, kw_only=True):

@@ -20,7 +20,16 @@ import msgspec
 import convlog
 from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended
-from convlog.http.schema import EventOut, Injection, Problem, SqlOut, StateChange, TimelineOut
+from convlog.domain.memory import MemoryCooling
+from convlog.http.schema import (
+    EventOut,
+    Injection,
+    MemoryState,
+    Problem,
+    SqlOut,
+    StateChange,
+    TimelineOut,
+)
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
 
@@ -70,6 +79,8 @@ def problem_error(status: int, reason: str, content: bytes) -> ConvlogError:
     kind = problem.type.rsplit(":", 1)[-1]
     if kind == "invalid-input":
         return InvalidInput(problem.detail, field=problem.field)
+    if kind == "memory-cooling":  # the ids: `memory_cooldown()`
+        return MemoryCooling(problem.detail, field=problem.field)
     if kind == "unknown-conversation":
         return UnknownConversation(problem.detail.removeprefix("unknown conversation ")
                                    .strip("'\""))
@@ -178,6 +189,31 @@ def context(path: str, budget: Budget | None, format: str, exclude: Iterable[str
     if model:
         params["model"] = model
     return Req("GET", path + "/context", convlog.Context, params=params)
+
+
+def inject_memory(path: str, text: str, memory_ids: Sequence[str], block_id: str | None,
+                  native_session_id: str | None) -> Req[convlog.MemoryBlock]:
+    if isinstance(memory_ids, str):
+        raise InvalidInput("must be a list of memory ids, not one string", field="memory_ids")
+    body: dict[str, Any] = {"text": text, "memory_ids": list(memory_ids)}
+    body.update((k, v) for k, v in (("block_id", block_id),
+                                    ("native_session_id", native_session_id)) if v is not None)
+    return Req("POST", path + "/memory", convlog.MemoryBlock, body)
+
+
+def memory(path: str, at: int | None = None) -> Req[MemoryState]:
+    return Req("GET", path + "/memory", MemoryState,
+               params={"at": at} if at is not None else None)
+
+
+def user_context(user: str | None, workspace: str | None, conversations: int,
+                 budget: Budget | None, format: str, model: str | None
+                 ) -> Req[convlog.ResumptionContext]:
+    params: dict[str, Any] = {**_budget(budget), "conversations": conversations,
+                              "format": format}
+    params.update((k, v) for k, v in (("user", user), ("workspace", workspace),
+                                      ("model", model)) if v is not None)
+    return Req("GET", "/v1/context", convlog.ResumptionContext, params=params)
 
 
 def resume_attempt(path: str, strategy: str, native_session_id: str | None

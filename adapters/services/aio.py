@@ -20,9 +20,11 @@ from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
-from convlog.services.context import AsyncSummarizer, Context, ContextBuilder, Summarizer
+from convlog.services.context import AsyncSummarizer, Context, Summarizer
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
+from convlog.services.memory import MemoryBlock
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume_async
+from convlog.services.resumption import ResumptionContext
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
 
@@ -79,6 +81,17 @@ class AsyncConversationLog:
     async def state(self, key: str) -> Conversation:
         return await asyncio.to_thread(self.sync.state, key)
 
+    async def inject_memory(self, key: str, text: str, memory_ids: Sequence[str] = (),
+                            **kwargs: Any) -> MemoryBlock:
+        return await asyncio.to_thread(self.sync.inject_memory, key, text, memory_ids,
+                                       **kwargs)
+
+    async def memory_cooldown(self, key: str) -> dict[str, int]:
+        return await asyncio.to_thread(self.sync.memory_cooldown, key)
+
+    async def live_memory(self, key: str, *, at: int | None = None) -> list[MemoryBlock]:
+        return await asyncio.to_thread(self.sync.live_memory, key, at=at)
+
     async def info(self, key: str) -> SessionInfo:
         return await asyncio.to_thread(self.sync.info, key)
 
@@ -118,6 +131,9 @@ class AsyncConversationLog:
                   ) -> tuple[list[str], list[Any]]:
         return await asyncio.to_thread(self.sync.sql, query, params)
 
+    async def resumption_context(self, **kwargs: Any) -> ResumptionContext:
+        return await asyncio.to_thread(self.sync.resumption_context, **kwargs)
+
     async def can_resume(self, key: str) -> bool:
         return await asyncio.to_thread(self.sync.can_resume, key)
 
@@ -130,7 +146,7 @@ class AsyncConversationLog:
         summarizer_name: str | None = None, model: str | None = None,
     ) -> Context:
         """`ConversationLog.context`; `summarizer` may be a coroutine function."""
-        return await ContextBuilder(self.sync.store, model).build_async(
+        return await self.sync.builder(model).build_async(
             key, budget or Budget(), format, frozenset(exclude), summarizer, summarizer_name)
 
     async def resume(
@@ -141,7 +157,7 @@ class AsyncConversationLog:
     ) -> ResumeOutcome:
         """`ConversationLog.resume`; tiers may be coroutine functions (awaited with
         their timeout) or plain callables (run in a worker thread)."""
-        builder = ContextBuilder(self.sync.store, model)
+        builder = self.sync.builder(model)
         run = await asyncio.to_thread(ResumeRun, builder, check_key(key), budget or Budget(),
                                       format, frozenset(exclude))
         return await resume_async(run, tiers, summarizer, summarizer_name)
@@ -176,6 +192,16 @@ class AsyncConversationHandle:
 
     async def state(self) -> Conversation:
         return await self.log.state(self.key)
+
+    async def inject_memory(self, text: str, memory_ids: Sequence[str] = (), **kwargs: Any
+                            ) -> MemoryBlock:
+        return await self.log.inject_memory(self.key, text, memory_ids, **kwargs)
+
+    async def memory_cooldown(self) -> dict[str, int]:
+        return await self.log.memory_cooldown(self.key)
+
+    async def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
+        return await self.log.live_memory(self.key, at=at)
 
     async def messages(self, *, last: int | None = None) -> list[MessageAppended]:
         return await self.log.messages(self.key, last=last)

@@ -30,6 +30,7 @@ __all__ = ["AsyncSummarizer", "Context", "ContextBuilder", "ContextMessage", "Su
 from convlog.accounting.tokens import count_tokens, counter_label
 from convlog.projections.context import select_window as select
 from convlog.projections.formats import Format, check_format, render
+from convlog.projections.memory import DEFAULT_CAP
 
 Summarizer = Callable[[str | None, list[ContextMessage]], str]
 """(previous summary or None, messages to fold in, oldest first) -> new summary text."""
@@ -61,6 +62,8 @@ class Context(msgspec.Struct, frozen=True, kw_only=True):
     from_version: int
     to_version: int
     counter: str
+    memory_blocks: int = 0
+    """Live memory blocks included (they are not counted in `message_count`)."""
 
 
 def tail(store: ConversationStore, state: Conversation, page: int) -> Iterator[Recorded]:
@@ -79,13 +82,20 @@ def tail(store: ConversationStore, state: Conversation, page: int) -> Iterator[R
 
 
 class ContextBuilder:
-    def __init__(self, store: ConversationStore, model: str | None = None):
+    def __init__(self, store: ConversationStore, model: str | None = None,
+                 memory_cap: int = DEFAULT_CAP):
         self.store = store
         self.model = model
+        self.memory_cap = memory_cap
         self._overheads: dict[str, tuple[int, int]] = {}
 
     def count(self, text: str) -> int:
         return count_tokens(text, self.model)[0]
+
+    @property
+    def counter(self) -> str:
+        """Which tokenizer counts the budget (``o200k_base``...)."""
+        return counter_label(self.model)
 
     def state(self, key: str) -> Conversation:
         state = self.store.load(conversation_id(key), key)
@@ -132,7 +142,7 @@ class ContextBuilder:
             tail(self.store, state, page=min(budget.messages + 16, 256)), budget,
             self.count, epoch_messages=state.message_count - state.epoch_start_message_count,
             summary=self.latest_summary(state), exclude=exclude, overhead_tokens=wrapper,
-            per_message_tokens=per_message)
+            per_message_tokens=per_message, memory_cap=self.memory_cap)
 
     def to_summarize(self, state: Conversation, window: Window, exclude: frozenset[str]
                      ) -> tuple[int, list[ContextMessage]]:
@@ -188,16 +198,19 @@ class ContextBuilder:
                 excess -= window.messages[cut].tokens
                 cut += 1
             kept = window.messages[cut:]
+            dropped = sum(1 for m in window.messages[:cut] if not m.is_block)
             window = msgspec.structs.replace(
-                window, messages=kept, omitted=window.omitted + cut,
+                window, messages=kept, omitted=window.omitted + dropped,
                 from_version=kept[0].version if kept else window.to_version,
                 tokens=window.tokens - sum(m.tokens for m in window.messages[:cut]))
         return Context(
             key=state.key, format=fmt, text=text,
             messages=None if isinstance(rendered, str) else rendered, tokens=tokens,
-            message_count=len(window.messages), omitted=window.omitted, summarized=summarized,
+            message_count=sum(1 for m in window.messages if not m.is_block),
+            omitted=window.omitted, summarized=summarized,
             from_version=window.from_version, to_version=window.to_version,
-            counter=counter_label(self.model))
+            counter=counter_label(self.model),
+            memory_blocks=sum(1 for m in window.messages if m.is_block))
 
     # -------------------------------------------------------------- entry points
 

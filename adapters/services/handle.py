@@ -18,6 +18,7 @@ from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import Context
+from convlog.services.memory import MemoryBlock
 from convlog.services.resume import ResumeOutcome, Tier
 
 if TYPE_CHECKING:
@@ -79,6 +80,15 @@ class ConversationHandle:
 
     def diff(self, *, at: int | datetime | str | None = None) -> ViewDiff:
         return self.log.diff(self.key, at=at)
+    def inject_memory(self, text: str, memory_ids: Sequence[str] = (), **kwargs: Any
+                      ) -> MemoryBlock:
+        return self.log.inject_memory(self.key, text, memory_ids, **kwargs)
+
+    def memory_cooldown(self) -> dict[str, int]:
+        return self.log.memory_cooldown(self.key)
+
+    def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
+        return self.log.live_memory(self.key, at=at)
 
     def context(self, **kwargs: Any) -> Context:
         return self.log.context(self.key, **kwargs)

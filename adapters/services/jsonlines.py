@@ -46,6 +46,7 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SummaryRecorded,
 )
+from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -182,6 +183,16 @@ class SummaryRecordedLine(Line, tag="summary_recorded", frozen=True):
     summarizer: str | None = None
 
 
+class MemoryInjectedLine(Line, tag="memory_injected", frozen=True):
+    """A memory block placed before a turn; refused (the whole batch) when one of its
+    memory ids is cooling down."""
+
+    text: str
+    memory_ids: list[str] = []
+    block_id: str | None = None
+    native_session_id: str | None = None
+
+
 class SessionArchivedLine(Line, tag="session_archived", frozen=True):
     reason: str | None = None
 
@@ -197,7 +208,7 @@ class ConversationClearedLine(Line, tag="conversation_cleared", frozen=True):
 AnyLine = (
     SessionStartedLine | MessageLine | NativeSessionBoundLine | ResumeAttemptedLine
     | ResumeSucceededLine | ResumeFailedLine | HistoryInjectedLine | SummaryRecordedLine
-    | SessionArchivedLine
+    | MemoryInjectedLine | SessionArchivedLine
     | SessionReactivatedLine | ConversationClearedLine
 )
 LINE_TYPES: tuple[str, ...] = tuple(
@@ -287,6 +298,12 @@ def to_command(line: AnyLine) -> Command:
             at=_EPOCH, from_version=line.from_version, to_version=line.to_version,
             message_count=line.message_count, text=line.text, tokens=line.tokens,
             summarizer=line.summarizer))
+    if isinstance(line, MemoryInjectedLine):
+        command = InjectMemory(text=line.text, memory_ids=list(line.memory_ids),
+                               native_session_id=line.native_session_id)
+        # The cooldown depth is the log's setting: ConversationLog.execute sets it.
+        return command if line.block_id is None else msgspec.structs.replace(
+            command, block_id=line.block_id)
     if isinstance(line, SessionArchivedLine):
         return Archive(reason=line.reason)
     if isinstance(line, SessionReactivatedLine):

@@ -31,8 +31,10 @@ from convlog.domain.conversation import (
 )
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
+from convlog.domain.memory import InjectMemory, check_depth
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
+from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.projections.replay_views import ConversationView, parse_point
 from convlog.projections.replay_views import view as _view
 from convlog.projections.timeline import TimelineRow, timeline
@@ -40,7 +42,10 @@ from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.projections.view_diff import ViewDiff, diff
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
+from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
+from convlog.services.resumption import ResumptionContext
+from convlog.services.resumption import build as build_resumption
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
 from convlog.storage.urls import StorageConfig, parse_url
@@ -88,7 +93,13 @@ class ConversationLog:
 
     def __init__(self, url: str | None = None, *, create: bool = True,
                  prices: dict[str, ModelPrice] | None = None,
-                 views: str | Path | None = None, preload_tokenizer: bool = True):
+                 views: str | Path | None = None, preload_tokenizer: bool = True,
+                 max_injected_blocks_in_history: int = DEFAULT_CAP,
+                 context_window_depth: int = DEFAULT_DEPTH):
+        self.max_injected_blocks_in_history = check_cap(max_injected_blocks_in_history)
+        """How many memory blocks stay live in every context (0: ephemeral)."""
+        self.context_window_depth = check_depth(context_window_depth)
+        """Turns before a memory id may be injected again (0: no cooldown)."""
         self.config: StorageConfig = parse_url(url)
         self._prices = prices
         self._views_path = Path(views) if views is not None else None
@@ -177,6 +188,8 @@ class ConversationLog:
         cid = conversation_id(key)
         commands = [msgspec.structs.replace(c, messages=[with_token_count(m) for m in c.messages])
                     if isinstance(c, AppendMessages) else c for c in commands]
+        commands = [msgspec.structs.replace(c, cooldown_turns=self.context_window_depth)
+                    if isinstance(c, InjectMemory) else c for c in commands]
         ids = [m.id for c in commands if isinstance(c, AppendMessages) for m in c.messages
                if isinstance(m, Message)]
 
@@ -204,6 +217,41 @@ class ConversationLog:
         the tiers themselves (the HTTP service does); `resume()` does this for you."""
         with self._lock:
             return record_injection(self._store, key, context, native_session_id)
+
+    def inject_memory(self, key: str, text: str, memory_ids: Sequence[str] = (), *,
+                      block_id: str | None = None, native_session_id: str | None = None
+                      ) -> MemoryBlock:
+        """Record a block of retrieved memories placed before a turn; returns it as the
+        host must send it (``block.text`` starts with ``[Context from memory]``).
+        Raises `MemoryCooling` (a subclass of InvalidInput; nothing recorded) when one
+        of `memory_ids` was injected within `context_window_depth` turns: filter your
+        retrieval with `memory_cooldown()` first."""
+        if isinstance(memory_ids, str):
+            raise InvalidInput("must be a list of memory ids, not one string",
+                               field="memory_ids")
+        command = InjectMemory(text=text, memory_ids=list(memory_ids),
+                               native_session_id=native_session_id,
+                               cooldown_turns=self.context_window_depth)
+        if block_id is not None:
+            command = msgspec.structs.replace(command, block_id=block_id)
+        with self._lock:
+            return inject(self._store, check_key(key), command)
+
+    def memory_cooldown(self, key: str) -> dict[str, int]:
+        """{memory id: turns left} for the memory ids that must not be injected now."""
+        return cooldown(self.state(key), self.context_window_depth)
+
+    def live_memory(self, key: str, *, at: int | None = None) -> list[MemoryBlock]:
+        """The memory blocks live in the agent's context, oldest first: now, or at log
+        version `at` of a replay (what the agent view of a replay shows)."""
+        cap = self.max_injected_blocks_in_history
+        if at is None:
+            return live_now(self._store, self.state(key), cap)
+        return live_at(self.events(key, upto=at), cap, at)
+
+    def builder(self, model: str | None = None) -> ContextBuilder:
+        """A context builder with this log's memory-block cap."""
+        return ContextBuilder(self._store, model, self.max_injected_blocks_in_history)
 
     # ------------------------------------------------------------------- reading
 
@@ -256,14 +304,16 @@ class ConversationLog:
         of `at`: a version, or a time (a naive time is UTC); None = now."""
         point = parse_point(at)
         upto = point if isinstance(point, int) else None
-        return _view(key, view, self.events(key, upto=upto), point)
+        return _view(key, view, self.events(key, upto=upto), point,
+                     memory_cap=self.max_injected_blocks_in_history)
 
     def diff(self, key: str, *, at: int | datetime | str | None = None) -> ViewDiff:
         """Where the two views part at `at`: messages missing from the agent's context
         (with the reason), text only the agent saw, and flagged resumes."""
         point = parse_point(at)
         upto = point if isinstance(point, int) else None
-        return diff(key, self.events(key, upto=upto), point)
+        return diff(key, self.events(key, upto=upto), point,
+                    memory_cap=self.max_injected_blocks_in_history)
 
     def context(
         self,
@@ -282,7 +332,7 @@ class ConversationLog:
         `summarizer(previous_summary, messages) -> str`: called when older history does
         not fit; its summary is recorded once and reused. `model`: whose tokenizer
         counts the budget (default o200k_base)."""
-        return ContextBuilder(self._store, model).build(
+        return self.builder(model).build(
             key, budget or Budget(), format, frozenset(exclude), summarizer, summarizer_name)
 
     def resume(
@@ -299,9 +349,23 @@ class ConversationLog:
     ) -> ResumeOutcome:
         """Try `tiers` in order, recording every attempt; inject history only when a
         fresh tier (a new, empty agent session) is the one that worked."""
-        run = ResumeRun(ContextBuilder(self._store, model), check_key(key),
+        run = ResumeRun(self.builder(model), check_key(key),
                         budget or Budget(), format, frozenset(exclude))
         return resume(run, tiers, summarizer, summarizer_name)
+
+    def resumption_context(
+        self, *, user: str | None = None, workspace: str | None = None,
+        conversations: int = 3, budget: Budget | None = None, format: str = "xml",
+        model: str | None = None,
+    ) -> ResumptionContext:
+        """One context spanning the user's (and/or workspace's) most recent active
+        conversations, newest first, under ONE token budget (the newest conversation
+        claims it first): each with its title, dates, counts, tokens and cost, its
+        latest summary, then its newest messages. Formats: ``xml``, ``markdown``. The
+        metadata (counts, tokens, agents, costs) is the session catalog's."""
+        return build_resumption(self.builder(model), self.analytics, user=user,
+                                workspace=workspace, conversations=conversations,
+                                budget=budget or Budget(), fmt=format)
 
     # ------------------------------------------------------- catalog and costs
 

@@ -154,12 +154,16 @@ class Analytics:
 
     def sessions(self, *, user: str | None = None, agent: str | None = None,
                  include_archived: bool = False, idle_before: datetime | None = None,
-                 limit: int | None = None) -> list[CatalogRow]:
+                 limit: int | None = None, workspace: str | None = None
+                 ) -> list[CatalogRow]:
         where: list[str] = ["TRUE"]
         params: list[object] = []
         if user is not None:
             where.append('s."user" = ?')
             params.append(user)
+        if workspace is not None:
+            where.append("s.workspace = ?")
+            params.append(workspace)
         if agent is not None:
             where.append("s.agent = ?")
             params.append(agent)
@@ -191,6 +195,17 @@ class Analytics:
             ORDER BY s.last_active_at DESC NULLS LAST, s.key
             {'LIMIT ' + str(int(limit)) if limit else ''}"""
         return [msgspec.convert(r, CatalogRow) for r in self._rows(sql, params)]
+
+    def agent_activity(self, keys: Sequence[str]) -> list[tuple[str | None, int]]:
+        """(agent, assistant messages) over the conversations `keys`, most used first:
+        the same count as `costs(by=...)`'s agent_interactions."""
+        if not keys:
+            return []
+        rows = self._rows(f"""
+            SELECT agent_name AS agent, count(*) AS n FROM message_costs
+            WHERE key IN ({', '.join('?' * len(keys))}) AND role = 'assistant'
+            GROUP BY 1 ORDER BY n DESC, agent NULLS LAST""", list(keys))
+        return [(r["agent"], int(r["n"])) for r in rows]
 
     def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
                   ) -> list[TelemetryRow]:

@@ -139,3 +139,18 @@ def test_async_handle(tmp_path: Path) -> None:
             assert (await alog.view("k", "user")).version == 5
 
     asyncio.run(main())
+
+
+def test_live_memory_blocks_in_the_agent_view(log: convlog.ConversationLog) -> None:
+    conv = log.conversation("k")
+    versions = []
+    for i in range(4):
+        versions.append(conv.inject_memory(f"fact {i}", [f"m{i}"]).version)
+        talk(conv, (f"q{i}", f"a{i}"))
+    agent = conv.view("agent")
+    memory = [e for e in agent.entries if e.kind == "memory"]
+    assert [e.version for e in memory] == versions
+    live = [e.version for e in memory if e.live]
+    assert live == [b.version for b in conv.live_memory()] == versions[1:]  # the cap is 3
+    assert memory[0].gone == f"evicted at #{versions[3]} (at most 3 blocks stay live)"
+    assert [e.kind for e in conv.diff().extra] == ["memory"] * 4

@@ -65,3 +65,23 @@ def test_every_cli_command_is_in_the_readme() -> None:
     assert commands
     missing = [name for name in commands if not re.search(rf"`(convlog )?{name}\b", section)]
     assert not missing, f"commands missing from the README's CLI table: {missing}"
+
+
+MEMORY_SECTIONS = README.split("### Memory blocks (`[Context from memory]`)", 1)[1].split(
+    "### Debugging: ", 1)[0]
+MEMORY_EXAMPLES = re.findall(r"```python\n(.*?)```", MEMORY_SECTIONS, re.S)
+
+
+@pytest.mark.parametrize("code", MEMORY_EXAMPLES, ids=["memory-blocks", "user-context"])
+def test_the_memory_and_user_context_examples_run(code: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(code, "README.md", "exec"), {})  # their asserts are the checks
+    if "print(span.text)" in code:
+        assert capsys.readouterr().out.startswith("## Recent conversations of `u1`")
+
+
+def test_the_debugging_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    section = README.split("### Debugging: what the user saw", 1)[1].split("\n### ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    exec(compile(code, "README.md", "exec"), {})  # its asserts are the checks
+    assert "before the clear" in capsys.readouterr().out

@@ -323,3 +323,30 @@ def test_a_later_summary_replaces_an_injection_inside_its_range_only() -> None:
     assert gone[injected] == gone[partial] == f"replaced by the summary at #{whole}"
     d = diff("k", log.recorded)
     assert not d.missing and d.covered == 6
+
+
+def test_memory_blocks_enter_where_recorded_and_leave_when_the_memory_projection_says(
+        ) -> None:
+    from convlog.domain.events import MemoryInjected
+
+    log = Log()
+    blocks = []
+    for i in range(3):
+        blocks.append(log.add(MemoryInjected(at=log.at, block_id=f"b{i}", memory_ids=[f"m{i}"],
+                                             text=f"[Context from memory]\nfact {i}", turn=i)))
+        log.say(f"q{i}", f"a{i}")
+    capped = agent_view("k", log.recorded, memory_cap=2)
+    memory = [e for e in capped.entries if e.kind == "memory"]
+    assert [e.version for e in memory] == blocks and memory[0].note == "memories m0"
+    assert [e.live for e in memory] == [False, True, True]
+    assert memory[0].gone == f"evicted at #{blocks[2]} (at most 2 blocks stay live)"
+    ephemeral = [e for e in agent_view("k", log.recorded, memory_cap=0).entries
+                 if e.kind == "memory"]
+    assert [e.live for e in ephemeral] == [False, False, False]
+    assert ephemeral[0].gone == f"evicted at #{blocks[0] + 1} (a block lives for its own turn)"
+    at_second = agent_view("k", log.recorded, at=blocks[1], memory_cap=0)
+    assert [e.live for e in at_second.entries if e.kind == "memory"] == [False, True]
+    d = diff("k", log.recorded, memory_cap=2)
+    assert [(e.kind, e.live) for e in d.extra] == [("memory", False), ("memory", True),
+                                                  ("memory", True)]
+    assert not d.missing

@@ -76,6 +76,9 @@
     if (e.kind === "message") {
       var m = byVersion[e.v];
       node = m ? messageEntry(m) : el("li", "entry", "#" + e.v);
+      // Dialogue that starts like a memory block: the agent view says it is not one.
+      if (m && e.forged) node.querySelector(".head").appendChild(
+        el("span", "forged", "not a memory block"));
       if (e.note) node.appendChild(el("div", "why", e.note));
     } else {
       node = otherEntry(e);

@@ -1,0 +1,97 @@
+"""Endpoints of memory: a conversation's memory blocks (inject one, see the live ones
+and the cooldown), and the context across a user's recent conversations.
+
+An injection is decided inside the write, like every command (a memory id that is
+cooling down is refused with 422 naming `memory_ids`, and nothing is recorded), so
+two servers on one PostgreSQL cannot both inject the same memory.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+import convlog
+from convlog.domain.errors import InvalidInput
+from convlog.domain.events import MemoryInjected
+from convlog.domain.memory import InjectMemory
+from convlog.http.conversations import CONTEXT_QUERY, budget_of
+from convlog.http.endpoint import Call, Endpoint, Param
+from convlog.http.problems import ProblemError
+from convlog.http.schema import MemoryIn, MemoryState
+from convlog.projections.resumption import SPAN_FORMATS
+from convlog.services.memory import as_block
+
+KEY = "/v1/conversations/{key}"
+
+
+def _recorded(log: convlog.ConversationLog, key: str, version: int) -> convlog.MemoryBlock:
+    [row] = log.events(key, after=version - 1, upto=version)
+    assert isinstance(row.event, MemoryInjected), row
+    return as_block(row.version, row.event)
+
+
+async def inject(call: Call) -> convlog.MemoryBlock:
+    body = await call.body(MemoryIn)
+    command = InjectMemory(text=body.text, memory_ids=list(body.memory_ids),
+                           native_session_id=body.native_session_id)
+    if body.block_id is not None:
+        command = msgspec.structs.replace(command, block_id=body.block_id)
+    key, first = await call.writable()
+    result = await call.write(key, [*first, command])
+    return await call.run(_recorded, call.log, key, result.version)
+
+
+def _state(log: convlog.ConversationLog, key: str, at: int | None) -> MemoryState:
+    return MemoryState(live=log.live_memory(key, at=at), cooldown=log.memory_cooldown(key),
+                       max_injected_blocks_in_history=log.max_injected_blocks_in_history,
+                       context_window_depth=log.context_window_depth)
+
+
+async def state(call: Call) -> MemoryState:
+    key = await call.readable()
+    return await call.run(_state, call.log, key, call.q_int("at"))
+
+
+async def user_context(call: Call) -> convlog.ResumptionContext:
+    user = call.q_str("user")
+    if not call.principal.admin:  # a user token reads its own conversations only
+        if user is not None and user != call.principal.user:
+            raise ProblemError(403, "forbidden", "a user token reads its own conversations "
+                               "only", field="user")
+        user = call.principal.user
+    try:
+        budget = budget_of(call)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.reason, field=(exc.field or "").removeprefix("budget.")
+                           ) from None
+    return await call.run(call.log.resumption_context, user=user,
+                          workspace=call.q_str("workspace"),
+                          conversations=call.q_int("conversations", 3) or 3, budget=budget,
+                          format=call.q_str("format", "xml", SPAN_FORMATS) or "xml",
+                          model=call.q_str("model"))
+
+
+_SPAN_QUERY = (
+    Param("user", {"type": "string"}, "the user (a user token: its own)"),
+    Param("workspace", {"type": "string"}, "the workspace (with user: both must match)"),
+    Param("conversations", {"type": "integer", "minimum": 1, "default": 3},
+          "the N most recently active conversations"),
+    *[p for p in CONTEXT_QUERY if p.name in ("tokens", "messages", "chars", "model")],
+    Param("format", {"type": "string", "enum": list(SPAN_FORMATS), "default": "xml"},
+          "xml or markdown"),
+)
+
+ENDPOINTS = [
+    Endpoint("POST", KEY + "/memory", inject,
+             "Inject a memory block before a turn; returns it as the agent must get it",
+             body=MemoryIn, answer=convlog.MemoryBlock, tag="memory"),
+    Endpoint("GET", KEY + "/memory", state,
+             "The live memory blocks (now, or at log version `at`) and the memory ids "
+             "cooling down", answer=MemoryState, tag="memory",
+             query=(Param("at", {"type": "integer", "minimum": 1},
+                          "the blocks live at this log version (a replay)"),)),
+    Endpoint("GET", "/v1/context", user_context,
+             "One budgeted context across a user's (or workspace's) recent conversations, "
+             "newest first, with the catalog's metadata", answer=convlog.ResumptionContext,
+             tag="memory", query=_SPAN_QUERY),
+]
