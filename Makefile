@@ -75,6 +75,7 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): print
 	$(BIN)/python -m bench.formats
 	$(BIN)/python -m bench.acp
 	$(BIN)/python -m bench.html
+	$(BIN)/python -m bench.replay
 	$(BIN)/python -m bench.http
 	$(BIN)/python -m bench.crypto
 	$(BIN)/python -m bench.importers
@@ -89,6 +90,7 @@ bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for d
 	$(BIN)/python -m bench.writers --quick
 	$(BIN)/python -m bench.acp --quick
 	$(BIN)/python -m bench.html --quick
+	$(BIN)/python -m bench.replay --quick
 	$(BIN)/python -m bench.http --quick
 	$(BIN)/python -m bench.crypto --quick
 	$(BIN)/python -m bench.importers --quick

@@ -61,6 +61,8 @@ from convlog.domain.errors import (
 from convlog.domain.memory import MemoryCooling
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
+from convlog.projections.replay_views import ConversationView, ViewEntry
+from convlog.projections.view_diff import MissingMessage, ViewDiff
 from convlog.services.builders import assistant, tool, user
 from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
@@ -182,6 +184,7 @@ __all__ = [
     "ConversationHandle",
     "ConversationLog",
     "ConversationPart",
+    "ConversationView",
     "ConvlogError",
     "CorruptEvent",
     "CostRow",
@@ -199,6 +202,7 @@ __all__ = [
     "MemoryCooling",
     "Message",
     "MissingKey",
+    "MissingMessage",
     "ModelPrice",
     "NotEncrypted",
     "Redactor",
@@ -220,6 +224,8 @@ __all__ = [
     "UnknownDataKey",
     "UnsupportedURL",
     "Usage",
+    "ViewDiff",
+    "ViewEntry",
     "WrongKey",
     "__version__",
     "assistant",

@@ -23,6 +23,7 @@ from convlog.cli.keys import cmd_forget
 from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.cli.serve import cmd_serve
+from convlog.cli.views import cmd_diff, cmd_replay_view
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.services.jsonlines import parse_lines
@@ -196,6 +197,9 @@ def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
+    if args.view is not None:
+        cmd_replay_view(log, args)
+        return
     rows = log.timeline(args.key, until=args.until)
     if args.json:
         print_json([{"version": r.version, "at": r.at, "type": r.type,
@@ -270,6 +274,7 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "sessions": cmd_sessions,
     "show": cmd_show,
     "replay": cmd_replay,
+    "diff": cmd_diff,
     "context": cmd_context,
     "costs": cmd_costs,
     "expire": cmd_expire,

@@ -21,8 +21,9 @@ from convlog.cli.acp import add_parser as add_acp_parser
 from convlog.cli.commands import COMMANDS
 from convlog.cli.keys import add_parsers as add_key_parsers
 from convlog.cli.keys import run_keys
-from convlog.domain.errors import ConvlogError
+from convlog.domain.errors import ConvlogError, InvalidInput
 from convlog.projections.formats import FORMATS
+from convlog.projections.replay_views import VIEWS, parse_point
 from convlog.services.importing import available_formats
 from convlog.services.jsonlines import LINE_TYPES
 from convlog.storage.urls import DEFAULT_URL, ENV_VAR
@@ -102,10 +103,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("show", "the messages of a conversation as the user saw them")
     p.add_argument("key")
 
-    p = command("replay", "every event of a conversation: the debugging view")
+    p = command("replay", "every event of a conversation (the debugging view), or with "
+                          "--view what the user saw / what the agent received")
     p.add_argument("key")
-    p.add_argument("--until", metavar="VERSION|ISO-TIME",
-                   help="stop at this position, or at this time (UTC unless it has an offset)")
+    p.add_argument("--view", choices=VIEWS,
+                   help="user: what the user saw; agent: what the agent received, in order "
+                        "(default: every event, one line each)")
+    p.add_argument("--at", metavar="VERSION|ISO-TIME",
+                   help="as of this position, or this time (UTC unless it has an offset)")
+    p.add_argument("--until", metavar="VERSION|ISO-TIME", help="the same as --at")
+
+    p = command("diff", "where the user's and the agent's views part: messages missing "
+                        "from the agent's context, injected text, resumes that injected "
+                        "nothing")
+    p.add_argument("key")
+    p.add_argument("--at", metavar="VERSION|ISO-TIME",
+                   help="as of this position, or this time (UTC unless it has an offset)")
 
     p = command("context", "the history a fresh agent session would get, cut to a budget; "
                            "with --user/--workspace, across their recent conversations")
@@ -149,7 +162,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-MAX_VERSION = 2**63 - 1  # SQLite's largest integer
 
 
 def positive_int(text: str) -> int:
@@ -177,17 +189,19 @@ def parse_date(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def parse_until(text: str | None) -> int | datetime | None:
-    if text is None:
+def parse_at(args: argparse.Namespace) -> int | datetime | None:
+    """`--at` (or its older name `--until`): a version, or a time (naive = UTC)."""
+    given = [(o, getattr(args, d, None)) for o, d in (("--at", "at"), ("--until", "until"))
+             if getattr(args, d, None) is not None]
+    if len(given) > 1:
+        raise UsageError("give --at or --until, not both (they mean the same)")
+    if not given:
         return None
-    if text.isascii() and text.isdigit():
-        return min(int(text), MAX_VERSION)  # past the last position means "everything"
+    option, text = given[0]
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"--until: {text!r} is neither a version number nor an ISO time"
-                         ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return parse_point(text, option)
+    except InvalidInput as exc:
+        raise UsageError(f"{option}: {exc.reason}") from None
 
 
 # ------------------------------------------------------------------- commands
@@ -205,8 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "replay":  # usage errors come before opening anything
-            args.until = parse_until(args.until)
+        if args.command in ("replay", "diff"):  # usage errors come before opening anything
+            args.at = args.until = parse_at(args)
         if args.command == "keys":  # opens the store itself (unencrypted, for `enable`)
             run_keys(args.db, args)
             return 0

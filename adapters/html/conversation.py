@@ -21,20 +21,9 @@ from convlog.domain.content import (
     ToolResultPart,
     ToolUsePart,
 )
-from convlog.domain.events import (
-    ConversationCleared,
-    HistoryInjected,
-    MemoryInjected,
-    MessageAppended,
-    MessageRetracted,
-    Recorded,
-    ResumeAttempted,
-    ResumeFailed,
-    ResumeSucceeded,
-    SummaryRecorded,
-)
+from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.memory import is_forged
-from convlog.projections.memory import lifetimes
+from convlog.projections.replay_views import view as log_view
 
 # How the timeline colours an event: the resume story stands out from the chatter.
 EVENT_CLASS = {
@@ -113,26 +102,6 @@ def turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def agent_entry(version: int, event: object) -> dict[str, Any] | None:
-    """What entered the agent's context at this point besides the dialogue itself."""
-    if isinstance(event, HistoryInjected):
-        return {"v": version, "kind": "injection", "text": event.text,
-                "note": f"{event.message_count} messages, {event.tokens} tokens "
-                        f"(log {event.from_version}..{event.to_version})"}
-    if isinstance(event, SummaryRecorded):
-        return {"v": version, "kind": "summary", "text": event.text,
-                "note": f"summary of log {event.from_version}..{event.to_version}"}
-    if isinstance(event, ConversationCleared):
-        return {"v": version, "kind": "marker", "text": "conversation cleared"
-                + (f" ({event.reason})" if event.reason else "")}
-    if isinstance(event, MessageRetracted):
-        return {"v": version, "kind": "marker", "text": f"message {event.message_id} withdrawn"
-                + (f" ({event.reason})" if event.reason else "")}
-    if isinstance(event, ResumeSucceeded | ResumeFailed | ResumeAttempted):
-        return None
-    return None
-
-
 def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
     recorded: list[Recorded] = log.events(key)
     info = log.info(key)
@@ -164,28 +133,34 @@ def _forged(event: MessageAppended) -> bool:
         is_forged(p.content) for p in content if isinstance(p, ToolResultPart))
 
 
+def view_entry(entry: convlog.ViewEntry, forged: set[int]) -> dict[str, Any]:
+    """A view's entry for the page: a message points at its data by position; every
+    other entry (injected text, summaries, memory blocks, markers) carries its own
+    text. In the agent's view, `gone` says why an entry has left the agent's context,
+    and `forged` marks dialogue that starts like a memory block but is not one."""
+    out: dict[str, Any] = {"v": entry.version, "kind": entry.kind}
+    if entry.kind != "message":
+        out["text"] = entry.text
+    elif entry.version in forged:
+        out["forged"] = True
+    if entry.note:
+        out["note"] = entry.note
+    if entry.kind == "memory" and entry.live:
+        out["note"] = f"{entry.note}; live"
+    if entry.gone:
+        out["gone"] = entry.gone
+    if entry.alert:
+        out["alert"] = True
+    return out
+
+
 def log_views(log: convlog.ConversationLog, key: str,
               recorded: Sequence[Recorded]) -> dict[str, list[dict[str, Any]]]:
-    """The user's view and the agent's view, as lists of entries that point at
-    messages by position (`{"v": n, "kind": "message"}`) or carry their own text
-    (injections, summaries, markers)."""
-    user = [{"v": r.version, "kind": "message"} for r in recorded
-            if isinstance(r.event, MessageAppended)]
-    agent: list[dict[str, Any]] = []
-    # Memory blocks: each shown where it entered, saying until when it was live
-    # (the log's cap; eviction is a projection, convlog.projections.memory).
-    ends = lifetimes(recorded, log.max_injected_blocks_in_history)
-    for r in recorded:
-        if isinstance(r.event, MessageAppended):
-            agent.append({"v": r.version, "kind": "message",
-                          **({"forged": True} if _forged(r.event) else {})})
-        elif isinstance(r.event, MemoryInjected):
-            end = ends.get(r.version)
-            agent.append({"v": r.version, "kind": "memory", "text": r.event.text,
-                          "note": f"memories {', '.join(r.event.memory_ids) or '-'}; "
-                                  + ("live" if end is None else f"evicted at #{end}")})
-        else:
-            entry = agent_entry(r.version, r.event)
-            if entry is not None:
-                agent.append(entry)
-    return {"user_view": user, "agent_view": agent}
+    """The user's view and the agent's view (convlog.projections.replay_views, with
+    the log's memory-block cap), built from the events the page already read."""
+    user = log_view(key, "user", recorded)
+    agent = log_view(key, "agent", recorded, memory_cap=log.max_injected_blocks_in_history)
+    forged = {r.version for r in recorded
+              if isinstance(r.event, MessageAppended) and _forged(r.event)}
+    return {"user_view": [view_entry(e, set()) for e in user.entries],
+            "agent_view": [view_entry(e, forged) for e in agent.entries]}

@@ -40,6 +40,7 @@ from convlog.http.schema import (
 )
 from convlog.projections.context import Budget
 from convlog.projections.formats import FORMATS
+from convlog.projections.replay_views import VIEWS, parse_point
 from convlog.projections.transcript import TranscriptLine
 from convlog.services.jsonlines import MessageLine, SessionStartedLine, to_command, to_message
 
@@ -140,6 +141,24 @@ async def timeline(call: Call) -> list[TimelineOut]:
                         event=r.event) for r in rows]  # type: ignore[arg-type]
 
 
+def _at(call: Call) -> int | datetime | None:
+    return parse_point(call.q_str("at"))
+
+
+async def replay(call: Call) -> convlog.ConversationView:
+    key = await call.readable()
+    name = call.q_str("view", None, VIEWS)
+    if name is None:
+        raise InvalidInput("give view=user (what the user saw) or view=agent (what the "
+                           "agent received)", field="view")
+    return await call.run(call.log.view, key, name, at=_at(call))
+
+
+async def diff(call: Call) -> convlog.ViewDiff:
+    key = await call.readable()
+    return await call.run(call.log.diff, key, at=_at(call))
+
+
 def budget_of(call: Call) -> Budget:
     return Budget(tokens=call.q_int("tokens", 10_000) or 10_000,
                   messages=call.q_int("messages", 30) or 30,
@@ -198,6 +217,9 @@ CONTEXT_QUERY = (
     Param("model", {"type": "string"}, "count tokens with this model's tokenizer"),
 )
 
+AT = Param("at", {"type": "string"},
+           "as of this version, or this ISO time (UTC unless it has an offset)")
+
 ENDPOINTS = [
     Endpoint("POST", "/v1/conversations", start, "Start a conversation (or get it)",
              body=StartIn, answer=convlog.SessionInfo),
@@ -214,6 +236,15 @@ ENDPOINTS = [
     Endpoint("GET", KEY + "/timeline", timeline, "Every event: the debugging view",
              answer=list[TimelineOut],
              query=(Param("until", {"type": "string"}, "a version number or an ISO time"),)),
+    Endpoint("GET", KEY + "/replay", replay,
+             "What the user saw (view=user) or what the agent received (view=agent)",
+             answer=convlog.ConversationView,
+             query=(Param("view", {"type": "string", "enum": list(VIEWS)},
+                          "user or agent", required=True), AT)),
+    Endpoint("GET", KEY + "/diff", diff,
+             "Where the two views part: messages missing from the agent's context, "
+             "injected text, resumes that injected nothing",
+             answer=convlog.ViewDiff, query=(AT,)),
     Endpoint("GET", KEY + "/context", context,
              "The history to inject into a fresh agent session, cut to a budget",
              answer=convlog.Context, query=CONTEXT_QUERY),

@@ -3,10 +3,11 @@
 One module per format (`claude_code`, `openai`, `codex`), each an `Importer`
 (convlog.services.importing) registered under the ``convlog.importers`` entry points;
 `files` is the base they share (which files of a tree, a located failure per
-unreadable file), `lines` reads files line by line with a bound on a line's size, `responses` maps the
-OpenAI message and item shapes that both `openai` and `codex` use, `anthropic_blocks`
-the content blocks of Claude Code's records. Importers only read:
-the driver in convlog.services.import_run records each conversation as one batch.
+unreadable file), `lines` reads files line by line with a bound on a line's size,
+`responses` maps the OpenAI message and item shapes that both `openai` and `codex`
+use, `anthropic_blocks` the content blocks of Claude Code's records. Importers only
+read: the driver in convlog.services.import_run records each conversation as one
+batch.
 
 May import: the facade (`convlog`), convlog.services, convlog.domain,
 convlog.projections. Never storage or the views.

@@ -16,8 +16,10 @@ from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
+from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
+from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
 from convlog.services.log import AppendResult, ConversationLog, SessionInfo
 from convlog.services.memory import MemoryBlock
@@ -117,6 +119,13 @@ class AsyncConversationLog:
     async def timeline(self, key: str, *, until: int | datetime | None = None
                        ) -> list[TimelineRow]:
         return await asyncio.to_thread(self.sync.timeline, key, until=until)
+
+    async def view(self, key: str, view: str = "user", *,
+                   at: int | datetime | str | None = None) -> ConversationView:
+        return await asyncio.to_thread(self.sync.view, key, view, at=at)
+
+    async def diff(self, key: str, *, at: int | datetime | str | None = None) -> ViewDiff:
+        return await asyncio.to_thread(self.sync.diff, key, at=at)
 
     async def sessions(self, **kwargs: Any) -> list[CatalogRow]:
         return await asyncio.to_thread(self.sync.sessions, **kwargs)
@@ -220,6 +229,13 @@ class AsyncConversationHandle:
 
     async def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
         return await self.log.timeline(self.key, until=until)
+
+    async def view(self, view: str = "user", *, at: int | datetime | str | None = None
+                   ) -> ConversationView:
+        return await self.log.view(self.key, view, at=at)
+
+    async def diff(self, *, at: int | datetime | str | None = None) -> ViewDiff:
+        return await self.log.diff(self.key, at=at)
 
     async def context(self, **kwargs: Any) -> Context:
         return await self.log.context(self.key, **kwargs)

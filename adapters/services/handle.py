@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
+from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
+from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import Context
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume import ResumeOutcome, Tier
@@ -77,6 +79,13 @@ class ConversationHandle:
     def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
         return self.log.timeline(self.key, until=until)
 
+    def view(self, view: str = "user", *, at: int | datetime | str | None = None
+             ) -> ConversationView:
+        """``"user"``: what the user saw; ``"agent"``: what the agent received."""
+        return self.log.view(self.key, view, at=at)
+
+    def diff(self, *, at: int | datetime | str | None = None) -> ViewDiff:
+        return self.log.diff(self.key, at=at)
     def inject_memory(self, text: str, memory_ids: Sequence[str] = (), **kwargs: Any
                       ) -> MemoryBlock:
         return self.log.inject_memory(self.key, text, memory_ids, **kwargs)

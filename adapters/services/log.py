@@ -36,8 +36,11 @@ from convlog.domain.memory import InjectMemory, check_depth
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
+from convlog.projections.replay_views import ConversationView, parse_point
+from convlog.projections.replay_views import view as _view
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
+from convlog.projections.view_diff import ViewDiff, diff
 from convlog.services import items, privacy
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
@@ -360,6 +363,23 @@ class ConversationLog:
     def timeline(self, key: str, *, until: int | datetime | None = None) -> list[TimelineRow]:
         upto = until if isinstance(until, int) else None
         return timeline(self.events(key, upto=upto), until=until)
+
+    def view(self, key: str, view: str = "user", *, at: int | datetime | str | None = None
+             ) -> ConversationView:
+        """What the user saw (``"user"``) or what the agent received (``"agent"``), as
+        of `at`: a version, or a time (a naive time is UTC); None = now."""
+        point = parse_point(at)
+        upto = point if isinstance(point, int) else None
+        return _view(key, view, self.events(key, upto=upto), point,
+                     memory_cap=self.max_injected_blocks_in_history)
+
+    def diff(self, key: str, *, at: int | datetime | str | None = None) -> ViewDiff:
+        """Where the two views part at `at`: messages missing from the agent's context
+        (with the reason), text only the agent saw, and flagged resumes."""
+        point = parse_point(at)
+        upto = point if isinstance(point, int) else None
+        return diff(key, self.events(key, upto=upto), point,
+                    memory_cap=self.max_injected_blocks_in_history)
 
     def context(
         self,

@@ -110,6 +110,9 @@ def test_conversation_page(browser: Any, log: convlog.ConversationLog, tmp_path:
     # Injected history only in the agent's view, where it entered.
     assert agent.locator(".kind-injection").count() == 1
     assert user.locator(".kind-injection").count() == 0
+    # What the fresh session never received directly is shown as gone, and says why.
+    assert agent.locator(".gone").count() == 6 and user.locator(".gone").count() == 0
+    assert "no longer in the agent's context" in agent.locator(".gone").first.inner_text()
     # Thinking is hidden until asked for.
     thought = page.locator("#user-view details.thinking").first
     assert not thought.is_visible()
@@ -204,7 +207,8 @@ def test_memory_blocks_and_forged_prefixes_in_the_agent_view(
     user, agent = visit.page.locator("#user-view"), visit.page.locator("#agent-view")
     assert agent.locator(".kind-memory").count() == 4 and user.locator(".kind-memory").count() == 0
     notes = agent.locator(".kind-memory .head").all_inner_texts()
-    assert "evicted at" in notes[0] and all(n.endswith("live") for n in notes[1:])
+    assert all(n.endswith("live") for n in notes[1:]) and not notes[0].endswith("live")
+    assert "evicted at" in agent.locator(".kind-memory.gone").inner_text()
     assert agent.locator(".forged").all_inner_texts() == ["not a memory block"]
     assert user.locator(".forged").count() == 0
     visit.clean()

@@ -116,6 +116,22 @@ def test_page_carries_the_story(log: convlog.ConversationLog, tmp_path: Path) ->
     assert kinds == {"text", "thinking", "tool_use", "tool_result"}
 
 
+def test_agent_view_comes_from_the_projection(log: convlog.ConversationLog,
+                                              tmp_path: Path) -> None:
+    """The page's two views are convlog's own (`log.view`): the messages the fresh
+    session did not receive directly are marked as gone from the agent's context."""
+    path = write_conversation_page(log, "discord:thread:42", tmp_path / "a.html")
+    data = json.loads(next(t for k, t in parse(path).scripts if k == "application/json"))
+    agent = log.view("discord:thread:42", "agent")
+    assert [e["v"] for e in data["agent_view"]] == [e.version for e in agent.entries]
+    gone = [e for e in data["agent_view"] if "gone" in e]
+    assert [e["v"] for e in gone] == [e.version for e in agent.entries if e.gone]
+    assert gone and all("new, empty session" in e["gone"] for e in gone)
+    assert [e["kind"] for e in data["agent_view"] if "gone" not in e] == [
+        "marker", "injection", "message", "message"]
+    assert not [e for e in data["user_view"] if "gone" in e]
+
+
 def test_report_links_every_conversation(log: convlog.ConversationLog, tmp_path: Path) -> None:
     index = write_report(log, tmp_path / "report")
     data = json.loads(next(t for k, t in parse(index).scripts if k == "application/json"))
@@ -178,7 +194,8 @@ def test_the_agent_view_shows_memory_blocks_and_when_they_were_evicted(
     data = json.loads(next(t for k, t in parse(path).scripts if k == "application/json"))
     blocks = [e for e in data["agent_view"] if e["kind"] == "memory"]
     assert [e["v"] for e in blocks] == versions
-    assert blocks[0]["note"] == f"memories m0; evicted at #{versions[3]}"  # the cap is 3
+    assert blocks[0]["note"] == "memories m0"  # the cap is 3:
+    assert blocks[0]["gone"] == f"evicted at #{versions[3]} (at most 3 blocks stay live)"
     assert [e["note"].endswith("live") for e in blocks] == [False, True, True, True]
     assert blocks[2]["text"] == "[Context from memory]\nfact 2"
     assert not [e for e in data["user_view"] if e["kind"] != "message"]

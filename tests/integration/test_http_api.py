@@ -208,3 +208,29 @@ def test_a_large_turn_is_appended_off_the_event_loop_all_the_same(http: httpx.Cl
     assert http.post("/v1/conversations/k/turns", json={"messages": big}).json()[
         "appended"] == [f"b{i}" for i in range(10)]
     assert len(http.get("/v1/conversations/k/messages").json()) == 10
+
+
+def test_replay_views_and_diff(http: httpx.Client) -> None:
+    """`/replay?view=user|agent` and `/diff`: the two views over HTTP, as of `at`."""
+    key = "/v1/conversations/k"
+    http.post(key + "/turns", json=TURN)
+    cleared = http.post(key + "/clear", json={"reason": "new topic"}).json()["version"]
+    http.post(key + "/turns", json={"messages": [{"role": "user", "content": "again"}]})
+    user = http.get(key + "/replay", params={"view": "user"}).json()
+    assert user["view"] == "user" and [e["kind"] for e in user["entries"]] == [
+        "message", "message", "marker", "message"]
+    agent = http.get(key + "/replay", params={"view": "agent"}).json()
+    assert [e["version"] for e in agent["entries"]] == [cleared, cleared + 1]
+    assert agent["since"] == cleared
+    before = http.get(key + "/replay", params={"view": "agent", "at": cleared - 1}).json()
+    assert [e["text"] for e in before["entries"]] == [
+        "What did we decide about auth?", "JWT with rotating keys."]
+    d = http.get(key + "/diff").json()
+    assert [m["reason"] for m in d["missing"]] == [f"before the clear at #{cleared}"] * 2
+    assert d["in_context"] == 1
+    assert http.get(key + "/diff", params={"at": 3}).json()["missing"] == []
+    assert problem(http.get(key + "/replay"), 422)["field"] == "view"
+    assert problem(http.get(key + "/replay", params={"view": "bot"}), 422)["field"] == "view"
+    bad = problem(http.get(key + "/diff", params={"at": "soon"}), 422)
+    assert bad["field"] == "at" and "'soon'" in bad["detail"]
+    problem(http.get("/v1/conversations/nobody/replay", params={"view": "agent"}), 404)

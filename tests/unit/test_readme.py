@@ -78,3 +78,10 @@ def test_the_memory_and_user_context_examples_run(code: str,
     exec(compile(code, "README.md", "exec"), {})  # their asserts are the checks
     if "print(span.text)" in code:
         assert capsys.readouterr().out.startswith("## Recent conversations of `u1`")
+
+
+def test_the_debugging_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    section = README.split("### Debugging: what the user saw", 1)[1].split("\n### ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    exec(compile(code, "README.md", "exec"), {})  # its asserts are the checks
+    assert "before the clear" in capsys.readouterr().out

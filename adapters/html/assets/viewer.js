@@ -69,17 +69,26 @@
     return li;
   }
 
+  // In the agent's view an entry may have left the agent's context (`gone`: why), and
+  // a marker may be flagged (`alert`: e.g. a fresh session that got no history).
   function entryNode(e) {
+    var node;
     if (e.kind === "message") {
       var m = byVersion[e.v];
-      if (!m) return el("li", "entry", "#" + e.v);
-      var node = messageEntry(m);
+      node = m ? messageEntry(m) : el("li", "entry", "#" + e.v);
       // Dialogue that starts like a memory block: the agent view says it is not one.
-      if (e.forged) node.querySelector(".head").appendChild(
+      if (m && e.forged) node.querySelector(".head").appendChild(
         el("span", "forged", "not a memory block"));
-      return node;
+      if (e.note) node.appendChild(el("div", "why", e.note));
+    } else {
+      node = otherEntry(e);
     }
-    return otherEntry(e);
+    if (e.gone) {
+      node.classList.add("gone");
+      node.appendChild(el("div", "why", "no longer in the agent's context: " + e.gone));
+    }
+    if (e.alert) node.classList.add("alert");
+    return node;
   }
 
   function timelineRow(r) {

@@ -1,0 +1,55 @@
+"""The two views of a conversation: what the user saw, and what the agent received.
+
+They part whenever the agent's context is not the transcript: a restart that started
+an empty agent session, history injected in its place (cut to a budget), a summary
+that replaced older messages, a clear. Both are pure functions of the event list, so
+a debugger can replay them at any earlier point (`at`). The user's view is here; the
+agent's view, and the rules it follows, in convlog.projections.agent_view; where the
+two part, in convlog.projections.view_diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from convlog.domain.errors import InvalidInput
+from convlog.domain.events import Recorded
+from convlog.projections.agent_view import AgentWalk, agent_view
+from convlog.projections.memory import DEFAULT_CAP
+from convlog.projections.transcript import transcript
+from convlog.projections.view_model import (
+    MAX_VERSION,
+    VIEWS,
+    ConversationView,
+    EntryKind,
+    Point,
+    ViewEntry,
+    ViewName,
+    cut,
+    parse_point,
+)
+
+__all__ = ["MAX_VERSION", "VIEWS", "AgentWalk", "ConversationView", "EntryKind", "Point",
+           "ViewEntry", "ViewName", "agent_view", "cut", "parse_point", "user_view", "view"]
+
+
+def user_view(key: str, recorded: Iterable[Recorded], at: Point | None = None
+              ) -> ConversationView:
+    """Every message as the user saw it, in order (the transcript), and clears."""
+    events = cut(recorded, at)
+    entries = [ViewEntry(version=line.version, at=line.at,
+                         kind="marker" if line.role == "marker" else "message",
+                         text=line.text, role=None if line.role == "marker" else line.role,
+                         message_id=line.message_id)
+               for line in transcript(events)]
+    return ConversationView(key=key, view="user", version=events[-1].version if events else 0,
+                            entries=entries)
+
+
+def view(key: str, name: str, recorded: Iterable[Recorded], at: Point | None = None, *,
+         memory_cap: int = DEFAULT_CAP) -> ConversationView:
+    if name == "user":
+        return user_view(key, recorded, at)
+    if name == "agent":
+        return agent_view(key, recorded, at, memory_cap=memory_cap)
+    raise InvalidInput(f"unknown view {name!r}; expected user or agent", field="view")

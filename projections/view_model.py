@@ -1,0 +1,98 @@
+"""The shape of the two views (`ViewEntry`, `ConversationView`) and the point of the
+log they are taken at (`parse_point`, `cut`): shared by the user's view, the agent's
+view and their diff."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Literal
+
+import msgspec
+
+from convlog.domain.errors import InvalidInput
+from convlog.domain.events import Recorded
+
+ViewName = Literal["user", "agent"]
+VIEWS: tuple[str, ...] = ("user", "agent")
+EntryKind = Literal["message", "injection", "summary", "memory", "marker"]
+Point = int | datetime
+MAX_VERSION = 2**63 - 1  # past the last position means "everything"
+
+
+class ViewEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing the user saw or the agent received, at the log position it entered."""
+
+    version: int
+    at: datetime
+    kind: EntryKind
+    text: str
+    role: str | None = None
+    """``user``, ``assistant`` or ``tool`` for a message."""
+    message_id: str | None = None
+    session: str | None = None
+    """Agent view: the native session it entered (None: not named by the host)."""
+    live: bool = True
+    """Agent view: still in the agent's context at the view's point."""
+    gone: str | None = None
+    """Agent view: why it left the agent's context."""
+    covers: tuple[int, int] | None = None
+    """Injections and summaries: the log range (from_version, to_version) they stand for."""
+    note: str | None = None
+    alert: bool = False
+    """A marker a debugger should look at first (e.g. a fresh session got no history)."""
+
+
+class ConversationView(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    view: ViewName
+    version: int
+    """The last log position the view includes."""
+    entries: list[ViewEntry]
+    session: str | None = None
+    """Agent view: the agent session current at that point."""
+    since: int = 0
+    """Agent view: where that session's context began empty (a fresh session or a
+    clear); 0 for the conversation's first session."""
+
+
+def parse_point(value: object, field: str = "at") -> Point | None:
+    """A point of the log: a version (int, or digits) or a time (datetime or ISO text).
+
+    A time without a timezone is taken as UTC. Anything else is an InvalidInput
+    naming `field` and the value."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidInput(f"{value!r} is neither a version number nor an ISO time",
+                           field=field)
+    if isinstance(value, int):
+        if value < 0:
+            raise InvalidInput(f"a version cannot be negative: {value}", field=field)
+        return min(value, MAX_VERSION)
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isascii() and text.isdigit():
+            return min(int(text), MAX_VERSION)
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidInput(f"{value!r} is neither a version number nor an ISO time",
+                               field=field) from None
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    raise InvalidInput(f"expected a version number or a time, got {type(value).__name__}",
+                       field=field)
+
+
+def cut(recorded: Iterable[Recorded], at: Point | None) -> list[Recorded]:
+    """The events up to `at` (a version, inclusive, or a time, inclusive)."""
+    out = []
+    for r in recorded:
+        if isinstance(at, int) and r.version > at:
+            break
+        if isinstance(at, datetime) and r.event.at > at:
+            break
+        out.append(r)
+    return out
