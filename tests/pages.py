@@ -33,6 +33,7 @@ def story(log: convlog.ConversationLog, key: str = "discord:thread:42", *,
                            TextPart(text="JWT with rotating keys.")], model="gpt-4o",
                           usage=convlog.Usage(input_tokens=812, output_tokens=9)),
     ])
+    conv.inject_memory("Keys rotate every 24 hours (ADR-7).", memory_ids=["adr-7"])
     conv.append_turn([
         convlog.user("How often do they rotate?"),
         convlog.assistant([ToolUsePart(id="t1", name="read_file",

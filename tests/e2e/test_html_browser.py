@@ -110,8 +110,12 @@ def test_conversation_page(browser: Any, log: convlog.ConversationLog, tmp_path:
     # Injected history only in the agent's view, where it entered.
     assert agent.locator(".kind-injection").count() == 1
     assert user.locator(".kind-injection").count() == 0
-    # What the fresh session never received directly is shown as gone, and says why.
-    assert agent.locator(".gone").count() == 6 and user.locator(".gone").count() == 0
+    # The memory block is marked where it entered, in the agent's view only.
+    assert agent.locator(".kind-memory").count() == 1
+    assert user.locator(".kind-memory").count() == 0
+    # What the fresh session never received directly (6 messages and the block) is
+    # shown as gone, and says why.
+    assert agent.locator(".gone").count() == 7 and user.locator(".gone").count() == 0
     assert "no longer in the agent's context" in agent.locator(".gone").first.inner_text()
     # Thinking is hidden until asked for.
     thought = page.locator("#user-view details.thinking").first
