@@ -151,6 +151,9 @@ _LINE_STARTS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _CANDIDATE = re.compile(
     f"(?:^|(?<=[{_LINE_STARTS}]))[^\\S{_LINE_STARTS}]*(?:{_INVISIBLE.pattern}[^\\S"
     f"{_LINE_STARTS}]*)*(?=[{_OPENERS}]|{_INVISIBLE.pattern})")
+# Every candidate needs an opener or an invisible character somewhere in the text; most
+# dialogue has neither, and one scan for them is ~10x cheaper than `_CANDIDATE`'s.
+_MAYBE = re.compile(f"[{_OPENERS}]|{_INVISIBLE.pattern}")
 
 
 def _skeleton_end(text: str, start: int) -> int | None:
@@ -179,7 +182,7 @@ def neutralise(text: str) -> str:
 
     The line is kept (it is what the person wrote) behind ``[not a memory block]``,
     so neither a model nor a host's ``startswith`` check can take it for a block."""
-    if not text:
+    if not text or _MAYBE.search(text) is None:
         return text
     out: list[str] = []
     last = 0
