@@ -68,10 +68,11 @@ from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import ImportProgress, ImportSummary
 from convlog.services.importing import ImportedConversation, Importer, ImportFailed, ImportFailure
-from convlog.services.log import AppendResult, ConversationLog, SessionInfo
+from convlog.services.log import ConversationLog
 from convlog.services.memory import MemoryBlock
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
+from convlog.services.results import AppendResult, SessionInfo
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.services.resumption import ConversationPart, ResumptionContext
 from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL

@@ -21,9 +21,10 @@ from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
-from convlog.services.log import AppendResult, ConversationLog, SessionInfo
+from convlog.services.log import ConversationLog
 from convlog.services.memory import MemoryBlock
 from convlog.services.privacy import ForgetResult
+from convlog.services.results import AppendResult, SessionInfo
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume_async
 from convlog.services.resumption import ResumptionContext
 from convlog.views.analytics import CatalogRow, CostRow

@@ -22,7 +22,8 @@ from convlog.services.memory import MemoryBlock
 from convlog.services.resume import ResumeOutcome, Tier
 
 if TYPE_CHECKING:
-    from convlog.services.log import AppendResult, ConversationLog, SessionInfo
+    from convlog.services.log import ConversationLog
+    from convlog.services.results import AppendResult, SessionInfo
 
 
 class ConversationHandle:

@@ -8,8 +8,8 @@ writes from other processes are ordered by the store's optimistic concurrency.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.projections.view_diff import ViewDiff, diff
 from convlog.services import items, privacy
+from convlog.services.catalog import CatalogQueries
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import ImportSummary, ProgressCallback, run_import
@@ -49,54 +50,17 @@ from convlog.services.importing import Importer, find_importer
 from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor, redact_message
+from convlog.services.results import AppendResult, SessionInfo, session_info
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
 from convlog.services.resumption import ResumptionContext
 from convlog.services.resumption import build as build_resumption
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
 from convlog.storage.urls import StorageConfig, parse_url
-from convlog.views.analytics import Analytics, CatalogRow, CostRow
-from convlog.views.telemetry import TelemetryRow
+from convlog.views.analytics import Analytics, CatalogRow
 
 
-class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What a write did: the conversation's version after it, and which message ids
-    were appended or skipped as already recorded (a retried turn skips them all)."""
-
-    version: int
-    appended: list[str] = []
-    skipped: list[str] = []
-    events: int = 0
-
-
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
-    key: str
-    user: str | None
-    agent: str | None
-    channel: str | None
-    title: str | None
-    workspace: str | None
-    status: str
-    created_at: datetime | None
-    last_active_at: datetime | None
-    message_count: int
-    version: int
-    native_session_id: str | None
-    forgotten: bool = False
-    """Its user was forgotten: the content is erased, the figures remain."""
-
-
-def session_info(state: Conversation) -> SessionInfo:
-    return SessionInfo(
-        key=state.key, user=state.user, agent=state.agent, channel=state.channel,
-        title=state.title, workspace=state.workspace, status=state.status,
-        created_at=state.created_at, last_active_at=state.last_active_at,
-        message_count=state.message_count, version=state.version,
-        native_session_id=state.native_session_id, forgotten=state.forgotten,
-    )
-
-
-class ConversationLog:
+class ConversationLog(CatalogQueries):
     """An open event store of conversations. Use `convlog.open(url)` to get one."""
 
     def __init__(self, url: str | None = None, *, create: bool = True,
@@ -433,54 +397,6 @@ class ConversationLog:
                                 workspace=workspace, conversations=conversations,
                                 budget=budget or Budget(), fmt=format)
 
-    # ------------------------------------------------------- catalog and costs
-
-    @property
-    def analytics(self) -> Analytics:
-        """The DuckDB read models (opened on first use, next to the event store)."""
-        if self._analytics is None:
-            option = self.config.options.get("views")
-            from convlog.views.duckdb import ViewStore, default_path  # DuckDB loads on first use
-
-            path = self._views_path or (Path(option) if option else None) or default_path(
-                self.config.path, self.config.backend)
-            store = ViewStore(path, Analytics.VIEWS, sql_views=Analytics.SQL_VIEWS)
-            self._analytics = Analytics(self._store, store, PriceTable(self._prices))
-        return self._analytics
-
-    def sessions(self, *, user: str | None = None, agent: str | None = None,
-                 include_archived: bool = False, limit: int | None = None
-                 ) -> list[CatalogRow]:
-        """The session catalog: resumable (active) conversations, most recently active
-        first, with message, token and cost totals. Reads its own writes."""
-        return self.analytics.sessions(user=user, agent=agent,
-                                       include_archived=include_archived, limit=limit)
-
-    def costs(self, *, by: str = "model", since: date | datetime | None = None
-              ) -> list[CostRow]:
-        """Tokens and USD grouped by conversation, user, agent, model or day."""
-        return self.analytics.costs(by=by, since=since)
-
-    def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
-                  ) -> list[TelemetryRow]:
-        """Resume-success telemetry grouped by strategy, agent, client, day or reason:
-        success rate per tier, fallback rate, latency p50/p95, injected tokens per
-        fallback, and how many resumes lost the conversation's memory."""
-        return self.analytics.telemetry(by=by, since=since)
-
-    def sql(self, query: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
-        """(column names, rows) of any SQL over the views (see the README for them)."""
-        return self.analytics.sql(query, params)
-
-    def export_parquet(self, directory: str | Path) -> list[Path]:
-        """Every view to Parquet files in `directory`, for any analytics tool."""
-        return self.analytics.export_parquet(Path(directory))
-
-    def can_resume(self, key: str) -> bool:
-        """True for a conversation that exists and is not archived."""
-        state = self._store.load(conversation_id(key), check_key(key))
-        return state.started and state.status == "active"
-
     def expire(self, *, idle_days: float, dry_run: bool = False) -> list[CatalogRow]:
         """Archive active conversations idle for `idle_days` or more (nothing is
         deleted); returns them. `dry_run` only lists them."""
@@ -492,30 +408,3 @@ class ConversationLog:
             for row in idle:
                 self.archive(row.key, reason=f"idle for {idle_days:g} days")
         return idle
-
-    def refresh_views(self, *, progress: bool | None = None) -> int:
-        """Catch the views up with the log; returns how many events were applied."""
-        return self.analytics.refresh(progress=progress)
-
-    def follow_views(self, stop: threading.Event, *, interval: float = 0.5,
-                     on_batch: Callable[[int], None] | None = None) -> int:
-        """Keep the views current until `stop` is set: catch up, then wait for new
-        events (PostgreSQL LISTEN/NOTIFY; SQLite polls every `interval` seconds).
-        Every batch is atomic, so stopping anywhere resumes exactly where it was."""
-        if not interval > 0:
-            raise InvalidInput("must be a positive number of seconds", field="interval")
-        total = 0
-        self.analytics.views.keep_open = 0  # a follower must not sit on the file's lock
-        while not stop.is_set():
-            applied = self.refresh_views(progress=False)
-            total += applied
-            if applied and on_batch is not None:
-                on_batch(applied)
-            if not stop.is_set():
-                self._store.wait_for_changes(interval)
-        return total
-
-    def rebuild_views(self, *, progress: bool | None = None) -> int:
-        """Drop every view and rebuild it from the whole log."""
-        self.analytics.views.rebuild()
-        return self.analytics.refresh(progress=progress)

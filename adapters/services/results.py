@@ -1,0 +1,47 @@
+"""What the log's writes and reads hand back: plain, frozen values (no handles to the
+store), so a host can keep them, print them or send them as JSON."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+from convlog.domain.conversation import Conversation
+
+
+class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a write did: the conversation's version after it, and which message ids
+    were appended or skipped as already recorded (a retried turn skips them all)."""
+
+    version: int
+    appended: list[str] = []
+    skipped: list[str] = []
+    events: int = 0
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    user: str | None
+    agent: str | None
+    channel: str | None
+    title: str | None
+    workspace: str | None
+    status: str
+    created_at: datetime | None
+    last_active_at: datetime | None
+    message_count: int
+    version: int
+    native_session_id: str | None
+    forgotten: bool = False
+    """Its user was forgotten: the content is erased, the figures remain."""
+
+
+def session_info(state: Conversation) -> SessionInfo:
+    return SessionInfo(
+        key=state.key, user=state.user, agent=state.agent, channel=state.channel,
+        title=state.title, workspace=state.workspace, status=state.status,
+        created_at=state.created_at, last_active_at=state.last_active_at,
+        message_count=state.message_count, version=state.version,
+        native_session_id=state.native_session_id, forgotten=state.forgotten,
+    )
