@@ -18,10 +18,11 @@ the master key, bound to the store id, its key id and its user.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 FORMAT = 1
 KEY_ID_BYTES = 16
@@ -36,6 +37,27 @@ class Unauthentic(Exception):
 
 
 _AAD_PREFIX = b"convlog/payload/1\x00"
+
+
+# `cryptography` loads when a key is first used, not with convlog: a host whose store
+# is not encrypted never pays its ~10 ms of import and its resident memory. An
+# `except` clause evaluates its class only when an exception is on its way.
+def aesgcm(key: bytes) -> AESGCM:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key)
+
+
+def new_key() -> bytes:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM.generate_key(256)
+
+
+def _invalid_tag() -> type[Exception]:
+    from cryptography.exceptions import InvalidTag
+
+    return InvalidTag
 
 
 def payload_aad(stream: UUID, version: int, topic: str, public: bytes | memoryview) -> bytes:
@@ -60,7 +82,7 @@ def open_payload(aead: AESGCM, blob: bytes, stream: UUID, version: int, topic: s
         return aead.decrypt(blob[1 + KEY_ID_BYTES:HEADER_BYTES], blob[HEADER_BYTES:], b"".join((
             blob[:HEADER_BYTES], _AAD_PREFIX, stream.bytes, version.to_bytes(8, "big"),
             topic.encode(), b"\x00", public)))
-    except InvalidTag:
+    except _invalid_tag():
         raise Unauthentic("authentication failed: the payload was altered, or moved from "
                           "another position, stream or store") from None
 
@@ -82,7 +104,7 @@ def unseal(aead: AESGCM, blob: bytes, aad: bytes) -> bytes:
     try:
         return aead.decrypt(blob[1 + KEY_ID_BYTES:HEADER_BYTES], blob[HEADER_BYTES:],
                             header + aad)
-    except InvalidTag:
+    except _invalid_tag():
         raise Unauthentic("authentication failed: the payload was altered, or moved from "
                           "another position, stream or store") from None
 
@@ -94,7 +116,7 @@ def _key_aad(store_id: str, key_id: str, user: str) -> bytes:
 
 def wrap(master: bytes, data_key: bytes, *, store_id: str, key_id: str, user: str) -> bytes:
     nonce = os.urandom(NONCE_BYTES)
-    return bytes((FORMAT,)) + nonce + AESGCM(master).encrypt(
+    return bytes((FORMAT,)) + nonce + aesgcm(master).encrypt(
         nonce, data_key, _key_aad(store_id, key_id, user))
 
 
@@ -102,24 +124,24 @@ def unwrap(master: bytes, wrapped: bytes, *, store_id: str, key_id: str, user: s
     if len(wrapped) < 1 + NONCE_BYTES + TAG_BYTES or wrapped[0] != FORMAT:
         raise Unauthentic(f"wrapped key {key_id} has an unknown format")
     try:
-        return AESGCM(master).decrypt(wrapped[1:1 + NONCE_BYTES], wrapped[1 + NONCE_BYTES:],
+        return aesgcm(master).decrypt(wrapped[1:1 + NONCE_BYTES], wrapped[1 + NONCE_BYTES:],
                                       _key_aad(store_id, key_id, user))
-    except InvalidTag:
+    except _invalid_tag():
         raise Unauthentic(f"wrapped key {key_id} does not open with this master key") from None
 
 
 def check_value(master: bytes, store_id: str) -> bytes:
     """What the store keeps to recognise its master key: a known text sealed under it."""
     nonce = os.urandom(NONCE_BYTES)
-    return bytes((FORMAT,)) + nonce + AESGCM(master).encrypt(
+    return bytes((FORMAT,)) + nonce + aesgcm(master).encrypt(
         nonce, CHECK_PLAINTEXT, b"convlog/check/1\x00" + store_id.encode())
 
 
 def opens(master: bytes, store_id: str, check: bytes) -> bool:
     """True when `master` is the key `check` was made with, for this store."""
     try:
-        plain = AESGCM(master).decrypt(check[1:1 + NONCE_BYTES], check[1 + NONCE_BYTES:],
+        plain = aesgcm(master).decrypt(check[1:1 + NONCE_BYTES], check[1 + NONCE_BYTES:],
                                        b"convlog/check/1\x00" + store_id.encode())
-    except (InvalidTag, ValueError):
+    except (_invalid_tag(), ValueError):
         return False
     return plain == CHECK_PLAINTEXT

@@ -25,13 +25,14 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import NamedTuple, Protocol
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from convlog.crypto import cipher
 from convlog.crypto.errors import MissingKey, NotEncrypted, UnknownDataKey, WrongKey
 from convlog.crypto.keys import ENV_KEY, ENV_KEY_FILE
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 REFRESH_SECONDS = 1.0
 """How often a process re-reads the (small) key table while it is in use."""
@@ -168,7 +169,7 @@ class Keyring:
             raise WrongKey(f"the master key of {self.where} was rotated by another process: "
                            "restart with the new key (nothing was written)")
         key_id = os.urandom(cipher.KEY_ID_BYTES).hex()
-        wrapped = cipher.wrap(self._master, AESGCM.generate_key(256), store_id=self.store_id,
+        wrapped = cipher.wrap(self._master, cipher.new_key(), store_id=self.store_id,
                               key_id=key_id, user=user)
         self.table.add_key(KeyRow(key_id, "data", user, wrapped, now_text()))
 
@@ -213,7 +214,7 @@ class Keyring:
     def _unwrap(self, row: KeyRow) -> AESGCM:
         assert self._master is not None and self.store_id is not None and row.wrapped
         try:
-            return AESGCM(cipher.unwrap(self._master, row.wrapped, store_id=self.store_id,
+            return cipher.aesgcm(cipher.unwrap(self._master, row.wrapped, store_id=self.store_id,
                                         key_id=row.key_id, user=row.user))
         except cipher.Unauthentic as exc:
             raise UnknownDataKey(f"{exc} (the key table was altered)") from None

@@ -1,6 +1,7 @@
 """A synchronous host that imports convlog, opens a log and appends pays only for what
 it uses: not for asyncio (and the ssl it pulls in), importlib.metadata, or the
-urllib/http/email chain behind xml.sax.saxutils. Each of those is megabytes of
+urllib/http/email chain behind xml.sax.saxutils, or `cryptography` when its store is
+not encrypted. Each of those is megabytes of
 resident memory in every host process (measured: `make bench`, peak memory row).
 Checked in a new interpreter, since this test process has imported everything."""
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 HEAVY = ("asyncio", "ssl", "importlib.metadata", "xml.sax", "urllib.request", "http.client",
-         "genai_prices", "duckdb")
+         "genai_prices", "duckdb", "cryptography")
 
 SCRIPT = """
 import json, sys
