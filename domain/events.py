@@ -18,6 +18,7 @@ The mapper (convlog.storage.mapper) runs the upcasters when it reads an older ve
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
@@ -110,6 +111,17 @@ def _latency_seconds_to_ms(state: dict[str, Any]) -> None:
     to milliseconds (`latency_ms`), the unit every telemetry query reports."""
     seconds = state.pop("latency_s", None)
     state["latency_ms"] = None if seconds is None else round(seconds * 1000.0, 3)
+
+
+FRESH_STRATEGY = r"(^|[/:._ -])new$"
+"""A strategy named like this ("session/new", "new"; not "session/renew") started an
+empty agent session: the rule wherever `fresh` was not given (tiers, the agent's view,
+the telemetry views' SQL)."""
+_FRESH_STRATEGY = re.compile(FRESH_STRATEGY)
+
+
+def is_fresh_strategy(strategy: str) -> bool:
+    return _FRESH_STRATEGY.search(strategy.lower()) is not None
 
 
 class ResumeSucceeded(Event, tag="resume_succeeded", frozen=True):

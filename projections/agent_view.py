@@ -36,7 +36,6 @@ the one place a new kind of injected text plugs in.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,13 +52,11 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SummaryRecorded,
     UserForgotten,
+    is_fresh_strategy,
 )
 from convlog.projections.memory import DEFAULT_CAP, lifetimes
 from convlog.projections.transcript import render_content, shorten
 from convlog.projections.view_model import ConversationView, EntryKind, Point, ViewEntry, cut
-
-# The same rule as convlog.Tier and the telemetry views: "session/new", "new".
-_FRESH_NAME = re.compile(r"(^|[/:._ -])new$")
 
 
 @dataclass
@@ -189,8 +186,7 @@ class AgentWalk:
         self._append_message(_message_slot(r, e, self.segment))
 
     def _resumed(self, r: Recorded, e: ResumeSucceeded) -> None:
-        fresh = e.fresh if e.fresh is not None else bool(
-            _FRESH_NAME.search(e.strategy.lower()))
+        fresh = e.fresh if e.fresh is not None else is_fresh_strategy(e.strategy)
         if fresh:
             self._fresh(r, e.native_session_id, e.strategy)
             return

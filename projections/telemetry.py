@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from convlog.domain.events import FRESH_STRATEGY
 from convlog.projections.views import Column, Table, View
 
 # Stored format: resume outcomes of class version 1 kept latency in seconds
@@ -32,7 +33,7 @@ RESUME_EVENTS = Table(
                e.error,
                CASE WHEN topic = 'resume_attempted' THEN NULL ELSE {_LATENCY_MS} END,
                CASE WHEN topic = 'resume_succeeded' THEN COALESCE(
-                   e.fresh, regexp_matches(lower(e.strategy), '(^|[/:._ -])new$')) END
+                   e.fresh, regexp_matches(lower(e.strategy), '{FRESH_STRATEGY}')) END
         FROM batch
         WHERE topic IN ('resume_attempted', 'resume_succeeded', 'resume_failed')""",
     doc="resume_attempted / resume_succeeded / resume_failed, one row each",

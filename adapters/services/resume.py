@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import inspect
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
+    is_fresh_strategy,
 )
 from convlog.projections.context import Budget
 from convlog.projections.formats import check_format
@@ -53,7 +53,6 @@ from convlog.services.context import Context, ContextBuilder, is_async_callable
 from convlog.storage.application import ConversationStore
 
 MAX_ERROR_CHARS = 500
-_FRESH_NAME = re.compile(r"(^|[/:._ -])new$")  # "session/new", "new"; not "session/renew"
 
 _NOW = datetime(1970, 1, 1, tzinfo=UTC)  # facts are stamped when recorded
 
@@ -123,7 +122,7 @@ class Tier:
     def is_fresh(self) -> bool:
         if self.fresh is not None:
             return self.fresh
-        return _FRESH_NAME.search(self.strategy.lower()) is not None
+        return is_fresh_strategy(self.strategy)
 
     @property
     def is_async(self) -> bool:
