@@ -24,6 +24,7 @@ from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.cli.serve import cmd_serve
 from convlog.cli.views import cmd_diff, cmd_replay_view
+from convlog.cli.watch import cmd_watch
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.services.jsonlines import parse_lines
@@ -290,4 +291,5 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "report": cmd_report,
     "serve": cmd_serve,
     "forget": cmd_forget,
+    "watch": cmd_watch,
 }

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import convlog
-from convlog.cli import importing, serve
+from convlog.cli import importing, serve, watch
 from convlog.cli.acp import add_parser as add_acp_parser
 from convlog.cli.commands import COMMANDS
 from convlog.cli.keys import add_parsers as add_key_parsers
@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     importing.add_arguments(command(
         "import", "import other tools' history (Claude Code, OpenAI messages, Codex)"))
+    watch.add_arguments(command(
+        "watch", "record a tool's transcripts as they are written, until stopped "
+                 "(needs convlog[watch])"))
 
     p = command("sessions", "the session catalog: resumable conversations, newest first")
     p.add_argument("--all", action="store_true", help="include archived conversations")
@@ -207,7 +210,7 @@ def parse_at(args: argparse.Namespace) -> int | datetime | None:
 # ------------------------------------------------------------------- commands
 
 
-CREATES_DATABASE = {"record", "import", "acp", "serve"}
+CREATES_DATABASE = {"record", "import", "acp", "serve", "watch"}
 
 
 def _fail(message: str, status: int) -> NoReturn:
