@@ -42,14 +42,16 @@ def claude_ids(session: str, turns: int, *, start: int = 0, blocks: int = 1) -> 
         f"{session}-a{t}-{b}" for t in range(start, start + turns) for b in range(blocks)}
 
 
-def codex_lines(session: str, turns: int) -> list[str]:
-    """A Codex rollout: its meta, then per turn a context, the user's message, the
-    answer and its token count (the count after the answer, as Codex writes it)."""
-    lines = [json.dumps({"timestamp": _at(0), "type": "session_meta", "payload": {
-        "id": session, "cwd": "/w", "cli_version": "0.53.0", "originator": "codex_cli_rs"}})]
-    total = 0
-    for t in range(turns):
-        total += 30
+def codex_lines(session: str, turns: int, *, start: int = 0) -> list[str]:
+    """A Codex rollout (its meta first when `start` is 0), then per turn a context,
+    the user's message, the answer and its token count (after the answer, as Codex
+    writes it). Turn t's messages are on lines 4t + 3 and 4t + 4."""
+    lines = [] if start else [json.dumps({"timestamp": _at(0), "type": "session_meta",
+                                          "payload": {"id": session, "cwd": "/w",
+                                                      "cli_version": "0.53.0",
+                                                      "originator": "codex_cli_rs"}})]
+    for t in range(start, start + turns):
+        total = 30 * (t + 1)
         lines += [
             json.dumps({"timestamp": _at(3 * t), "type": "turn_context",
                         "payload": {"cwd": "/w", "model": "gpt-5-codex"}}),
@@ -67,5 +69,5 @@ def codex_lines(session: str, turns: int) -> list[str]:
     return lines
 
 
-def codex_message_count(turns: int) -> int:
-    return 2 * turns
+def codex_ids(turns: int) -> set[str]:
+    return {f"line-{4 * t + n}" for t in range(turns) for n in (3, 4)}

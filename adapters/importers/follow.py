@@ -129,7 +129,7 @@ def _failed(path: Path, reader: LineReader, offset: int, number: int,
     """What came before a bad line, and the position past it."""
     return Followed(conversations=reader.done(None),
                     position=Position(offset=offset, line=number, state=reader.checkpoint()),
-                    failure=ImportFailure(source=str(path), error=str(exc)))
+                    failure=ImportFailure(source=str(path), error=str(exc)), more=True)
 
 
 def _skip_line(f: BinaryIO) -> int | None:

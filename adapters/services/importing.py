@@ -126,7 +126,8 @@ class Followed(msgspec.Struct, kw_only=True):
     `failure` is a line that could not be read: the conversations hold what came
     before it, and `position` is past it. `held` says complete lines were left for
     later because the response they belong to may still be written (its final usage
-    comes with a later line); `more` says reading stopped at the size limit."""
+    comes with a later line); `more` says lines may follow that were not read yet
+    (reading stopped at the size limit, or at a bad line)."""
 
     conversations: list[ImportedConversation]
     position: Position
