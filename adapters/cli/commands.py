@@ -20,6 +20,7 @@ import msgspec
 from convlog.cli.acp import cmd_acp
 from convlog.cli.importing import cmd_import
 from convlog.cli.keys import cmd_forget
+from convlog.cli.otel import cmd_export_otel
 from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.cli.serve import cmd_serve
@@ -120,6 +121,9 @@ def cmd_sql(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_export(log: ConversationLog, args: argparse.Namespace) -> None:
+    if args.otel:
+        cmd_export_otel(log, args)
+        return
     files = log.export_parquet(args.parquet)
     if args.json:
         print_json({"files": [str(f) for f in files]})

@@ -15,8 +15,6 @@ time: thousands of followed files cost rows on disk, not memory.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from pathlib import Path
 import msgspec
 
 from convlog.services.importing import Position
+from convlog.services.sidecar import MEMORY
 
 HEAD_BYTES, TAIL_BYTES = 1024, 256
 """A file is recognised by a digest of its first bytes and of those before its
@@ -119,23 +118,3 @@ class Positions:
                 return
             yield from (r[0] for r in rows)
             after = rows[-1][0]
-
-
-def default_path(store_path: Path | None, url: str) -> Path:
-    """``$CONVLOG_WATCH_STATE``, else beside a SQLite log (``convlog.db`` ->
-    ``convlog.watch.sqlite``), else one file per log URL under ``$XDG_STATE_HOME``
-    (``~/.local/state/convlog/watch-<hash of the URL>.sqlite``): positions are only
-    true of the log they were recorded in. A log in memory keeps them in memory."""
-    override = os.environ.get("CONVLOG_WATCH_STATE")
-    if override:
-        return Path(override)
-    if store_path is not None:
-        return store_path.with_suffix(".watch.sqlite")
-    if url.startswith("memory:"):
-        return Path(MEMORY)
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
-    return Path(state) / "convlog" / f"watch-{digest}.sqlite"
-
-
-MEMORY = ":memory:"
