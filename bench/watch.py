@@ -53,8 +53,8 @@ def messages(db: Path) -> int:
 
 def status(pid: int) -> tuple[float, int]:
     """(peak resident MiB, open descriptors) of a running process."""
-    peak = next(int(line.split()[1]) for line in open(f"/proc/{pid}/status")
-                if line.startswith("VmHWM:"))
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    peak = next(int(line.split()[1]) for line in lines if line.startswith("VmHWM:"))
     return peak / 1024, len(os.listdir(f"/proc/{pid}/fd"))
 
 

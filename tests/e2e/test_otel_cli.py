@@ -101,3 +101,17 @@ def test_a_follower_killed_mid_batch_sends_every_event_once_after_a_restart(
         assert keys == {"k1": 7, "k2": 4, "k3": 1}
         assert json.loads(out)["spans"] == 14
     log.close()
+
+
+def test_an_encrypted_store_without_its_key_sends_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    key = "22" * 32
+    env = {**os.environ, "CONVLOG_KEY": key}
+    subprocess.run([str(CONVLOG), "--db", f"sqlite:///{db}", "record", "k"], input=json.dumps(
+        {"type": "message", "role": "user", "content": "secret"}), text=True, env=env,
+        check=True, capture_output=True)
+    with running() as receiver:
+        keyless = export(db, receiver, "--with-content")
+        _, err = keyless.communicate(timeout=120)
+        assert keyless.returncode == 1 and "encrypted" in err
+        assert receiver.requests == 0

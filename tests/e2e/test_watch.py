@@ -215,3 +215,29 @@ def test_watch_usage_errors(tmp_path: Path) -> None:
     assert missing.returncode == 1
     assert missing.stderr.startswith("convlog: error: cannot watch:")
     assert "nowhere" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_on_a_terminal_a_status_line_says_what_was_captured(tmp_path: Path) -> None:
+    folder, db = tmp_path / "projects", tmp_path / "log.db"
+    folder.mkdir()
+    append(folder / "s.jsonl", claude_lines("s", 2))
+    controller, terminal = os.openpty()
+    proc = subprocess.Popen(
+        [str(CONVLOG), "--db", f"sqlite:///{db}", "watch", "claude-code", str(folder)],
+        stdin=terminal, stdout=terminal, stderr=terminal, env={**os.environ, "COLUMNS": "250"})
+    os.close(terminal)
+    seen = b""
+    deadline = time.monotonic() + DEADLINE
+    try:
+        while b"4 messages captured" not in seen:
+            assert time.monotonic() < deadline, seen.decode(errors="replace")
+            try:
+                seen += os.read(controller, 4096)
+            except OSError:  # the terminal closed: the process ended
+                raise AssertionError(seen.decode(errors="replace")) from None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        os.close(controller)
+    text = seen.decode(errors="replace")
+    assert "1 files followed" in text and "1 conversations" in text

@@ -5,7 +5,6 @@ it records exactly what importing the finished file at once records."""
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -14,9 +13,11 @@ import pytest
 import convlog
 from convlog.domain.errors import InvalidInput
 from convlog.services.importing import Position, find_follower
+from convlog.services.sidecar import sidecar_path
+from convlog.storage.urls import parse_url
 from convlog.watch.positions import Positions
 from convlog.watch.tail import Tail
-from tests.transcripts import claude_ids, claude_lines, codex_lines
+from tests.transcripts import claude_ids, claude_lines, codex_ids, codex_lines
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 CLAUDE = FIXTURES / "claude-code" / "-home-dev-shop"
@@ -203,4 +204,31 @@ def test_an_over_long_line_is_skipped_once_it_ends(tmp_path: Path) -> None:
     assert second.failure is not None and f"{path}:2" in second.failure.error
     third = follower.follow(path, second.position)
     assert [m.id for c in third.conversations for m in c.messages] == ["s7-a0-0"]
-    shutil.rmtree(tmp_path / "unused", ignore_errors=True)
+
+
+def test_positions_belong_to_one_log(tmp_path: Path, pg_url: str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside a SQLite log; per URL for PostgreSQL (a position is only true of the log
+    it was taken in); in memory for a log in memory; or where the variable says."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("CONVLOG_WATCH_STATE", raising=False)
+    sqlite = convlog.open(f"sqlite:///{tmp_path / 'a.db'}", preload_tokenizer=False)
+    assert sidecar_path(sqlite.config, "watch") == tmp_path / "a.watch.sqlite"
+    sqlite.close()
+    with convlog.open(pg_url, preload_tokenizer=False,
+                      views=str(tmp_path / "v.duckdb")) as log:
+        state = sidecar_path(log.config, "watch")
+        assert state.parent == tmp_path / "state" / "convlog"
+        other = pg_url.replace("schema=", "schema=x")
+        assert sidecar_path(parse_url(other), "watch") != state
+        reader = Tail(log, find_follower("codex"), Positions(state))
+        path = tmp_path / "rollout-pg.jsonl"
+        path.write_text("\n".join(codex_lines("pg", 3)) + "\n")
+        assert reader.read(path).messages == 6
+        assert reader.read(path).messages == 0
+        assert {m.message_id for m in log.messages("codex:pg")} == codex_ids(3)
+    memory = convlog.open("memory://", preload_tokenizer=False)
+    assert str(sidecar_path(memory.config, "watch")) == ":memory:"
+    monkeypatch.setenv("CONVLOG_WATCH_STATE", str(tmp_path / "here.sqlite"))
+    assert sidecar_path(memory.config, "watch", "CONVLOG_WATCH_STATE") == (
+        tmp_path / "here.sqlite")
