@@ -70,9 +70,6 @@ def cmd_watch(log: ConversationLog, args: argparse.Namespace) -> None:
                               hold=args.hold, on_update=show)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: watcher.stop())
-            logging.getLogger("convlog.watch").info(
-                "following %s (%s) into %s; positions in %s", watcher.root, follower.name,
-                log.config.display, state)
             stats = watcher.run()
     except InvalidInput as exc:
         raise InvalidInput(f"cannot watch: {exc}") from None
