@@ -79,6 +79,7 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): print
 	$(BIN)/python -m bench.http
 	$(BIN)/python -m bench.crypto
 	$(BIN)/python -m bench.importers
+	$(BIN)/python -m bench.watch
 	$(BIN)/python -m bench.sdks
 	$(VENV_BENCH)/bin/python -m bench.peers
 
@@ -94,6 +95,7 @@ bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for d
 	$(BIN)/python -m bench.http --quick
 	$(BIN)/python -m bench.crypto --quick
 	$(BIN)/python -m bench.importers --quick
+	$(BIN)/python -m bench.watch --quick
 	$(BIN)/python -m bench.sdks --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 

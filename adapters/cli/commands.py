@@ -20,10 +20,12 @@ import msgspec
 from convlog.cli.acp import cmd_acp
 from convlog.cli.importing import cmd_import
 from convlog.cli.keys import cmd_forget
+from convlog.cli.otel import cmd_export_otel
 from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.cli.serve import cmd_serve
 from convlog.cli.views import cmd_diff, cmd_replay_view
+from convlog.cli.watch import cmd_watch
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.services.jsonlines import parse_lines
@@ -119,6 +121,9 @@ def cmd_sql(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_export(log: ConversationLog, args: argparse.Namespace) -> None:
+    if args.otel:
+        cmd_export_otel(log, args)
+        return
     files = log.export_parquet(args.parquet)
     if args.json:
         print_json({"files": [str(f) for f in files]})
@@ -290,4 +295,5 @@ COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
     "report": cmd_report,
     "serve": cmd_serve,
     "forget": cmd_forget,
+    "watch": cmd_watch,
 }

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import convlog
-from convlog.cli import importing, serve
+from convlog.cli import importing, otel, serve, watch
 from convlog.cli.acp import add_parser as add_acp_parser
 from convlog.cli.commands import COMMANDS
 from convlog.cli.keys import add_parsers as add_key_parsers
@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     importing.add_arguments(command(
         "import", "import other tools' history (Claude Code, OpenAI messages, Codex)"))
+    watch.add_arguments(command(
+        "watch", "record a tool's transcripts as they are written, until stopped "
+                 "(needs convlog[watch])"))
 
     p = command("sessions", "the session catalog: resumable conversations, newest first")
     p.add_argument("--all", action="store_true", help="include archived conversations")
@@ -85,8 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--csv", action="store_true", help="CSV on stdout")
 
-    p = command("export", "write every view to files for other analytics tools")
-    p.add_argument("--parquet", metavar="DIR", required=True, help="one .parquet per view")
+    p = command("export", "write every view to Parquet files, or send the log to an "
+                          "OpenTelemetry receiver (--otel, needs convlog[otel])")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--parquet", metavar="DIR", help="one .parquet per view")
+    to.add_argument("--otel", action="store_true",
+                    help="turns and resume attempts as spans (GenAI conventions) to "
+                         "$OTEL_EXPORTER_OTLP_ENDPOINT, each event once")
+    otel.add_arguments(p)
 
     p = command("expire", "archive conversations idle for N days (deletes nothing)")
     p.add_argument("--idle-days", type=positive_float, required=True, metavar="N")
@@ -207,7 +216,7 @@ def parse_at(args: argparse.Namespace) -> int | datetime | None:
 # ------------------------------------------------------------------- commands
 
 
-CREATES_DATABASE = {"record", "import", "acp", "serve"}
+CREATES_DATABASE = {"record", "import", "acp", "serve", "watch"}
 
 
 def _fail(message: str, status: int) -> NoReturn:
@@ -219,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "export" and not args.otel and otel.given(args):
+            raise UsageError("--follow, --from, --with-content, --state and --interval "
+                             "go with --otel")
         if args.command in ("replay", "diff"):  # usage errors come before opening anything
             args.at = args.until = parse_at(args)
         if args.command == "keys":  # opens the store itself (unencrypted, for `enable`)

@@ -13,11 +13,14 @@ branch and Claude Code version are metadata. Images are kept as references
 (``sha256:...``, media type, size), never as bytes.
 
 A record that cannot be read fails its whole file (the conversations of a file are
-only known once it is read), located at ``file:line``.
+only known once it is read), located at ``file:line``. Followed as it grows
+(`follow`, for ``convlog watch``), a response's lines are handed over once it ended:
+its line with a stop reason, the next user record, or a file gone quiet.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -30,8 +33,9 @@ from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
 from convlog.importers.anthropic_blocks import ApiUsage, Block, to_part
 from convlog.importers.files import FileImporter
+from convlog.importers.follow import follow_lines
 from convlog.importers.lines import decode, located, read_lines
-from convlog.services.importing import ImportedConversation
+from convlog.services.importing import Followed, ImportedConversation, Position
 
 
 class Body(msgspec.Struct):
@@ -40,6 +44,7 @@ class Body(msgspec.Struct):
     id: str | None = None
     model: str | None = None
     usage: ApiUsage | None = None
+    stop_reason: str | None = None
 
 
 class Record(msgspec.Struct):
@@ -89,67 +94,110 @@ class _Conversation:
             agent="claude-code", title=title, workspace=self.workspace, metadata=metadata)
 
 
-class ClaudeCodeImporter(FileImporter):
-    name = "claude-code"
-    pattern = "*.jsonl"
+class _Reader:
+    """One file being read, line by line (`convlog.importers.follow.LineReader`)."""
 
-    def read(self, path: Path) -> list[ImportedConversation]:
-        convs: dict[str, _Conversation] = {}
-        main: _Conversation | None = None
-        summaries: list[str] = []
-        skipped: Counter[str] = Counter()
-        for number, raw in read_lines(path, self.max_line_bytes):
-            where = f"{path}:{number}"
-            record = _record(raw, where)
-            if record.type == "summary" and record.summary:
-                summaries.append(record.summary)
-                continue
-            if record.type not in ("user", "assistant"):
-                skipped[record.type] += 1
-                continue
-            conv = self._conversation(convs, record, path)
-            if not conv.metadata.get("sidechain"):
-                main = main or conv
-            conv.note(record)
-            message_id = record.uuid or f"line-{number}"
-            if message_id in conv.ids:
-                skipped["duplicate record"] += 1
-                continue
-            try:
-                message = _message(record, message_id, decode(record.message, Body, where),
-                                   skipped)
-            except InvalidInput as exc:
-                raise located(exc, where) from None
-            if message is None:
-                continue
-            if "model" not in conv.metadata and message.model:
-                conv.metadata["model"] = message.model
-            conv.ids.add(message_id)
-            conv.messages.append(message)
-            conv.origins.append(where)
-        out = [c.done(summaries[-1] if c is main and summaries else None,
-                      summaries if c is main else []) for c in convs.values()]
-        if out:
-            out[0].skipped.update(skipped)
-        elif skipped or summaries:  # a file of only non-message records
-            out.append(ImportedConversation(
-                key=f"claude-code:{path.stem}", messages=[], origins=[], source=str(path),
-                skipped=skipped))
-        return out
+    def __init__(self, path: Path):
+        self.path = path
+        self.convs: dict[str, _Conversation] = {}
+        self.main: _Conversation | None = None
+        self.summaries: list[str] = []
+        self.skipped: Counter[str] = Counter()
+        self.responding = False  # the last record was an assistant's, and may get more
 
-    def _conversation(self, convs: dict[str, _Conversation], record: Record,
-                      path: Path) -> _Conversation:
-        session = record.sessionId or path.stem
+    def line(self, number: int, raw: bytes, where: str) -> None:
+        record = _record(raw, where)
+        if record.type == "summary" and record.summary:
+            self.summaries.append(record.summary)
+            return
+        if record.type not in ("user", "assistant"):
+            self.skipped[record.type] += 1
+            return
+        conv = self._conversation(record)
+        if not conv.metadata.get("sidechain"):
+            self.main = self.main or conv
+        conv.note(record)
+        message_id = record.uuid or f"line-{number}"
+        if message_id in conv.ids:
+            self.skipped["duplicate record"] += 1
+            return
+        try:
+            body = decode(record.message, Body, where)
+            message = _message(record, message_id, body, self.skipped)
+        except InvalidInput as exc:
+            raise located(exc, where) from None
+        # A response is written a line per content block, its usage growing; the line
+        # with a stop reason is its last (older versions leave it empty: then the next
+        # user record, or a quiet file, ends it).
+        self.responding = record.type == "assistant" and body.stop_reason is None
+        if message is None:
+            return
+        if "model" not in conv.metadata and message.model:
+            conv.metadata["model"] = message.model
+        conv.ids.add(message_id)
+        conv.messages.append(message)
+        conv.origins.append(where)
+
+    def _conversation(self, record: Record) -> _Conversation:
+        session = record.sessionId or self.path.stem
         key = f"claude-code:{session}"
         sidechain = bool(record.isSidechain)
         if sidechain:
             agent = f"agent-{record.agentId}" if record.agentId else (
-                path.stem if path.stem.startswith("agent-") else "sidechain")
+                self.path.stem if self.path.stem.startswith("agent-") else "sidechain")
             key = f"{key}:{agent}"
-        conv = convs.get(key)
+        conv = self.convs.get(key)
         if conv is None:
-            conv = convs[key] = _Conversation(key, str(path), record.sessionId, sidechain)
+            conv = self.convs[key] = _Conversation(key, str(self.path), record.sessionId,
+                                                   sidechain)
         return conv
+
+    def safe(self) -> bool:
+        return not self.responding
+
+    def checkpoint(self) -> bytes:
+        return b""  # every record names its session: nothing to carry over
+
+    def mark(self) -> dict[str, int]:
+        return {key: len(conv.messages) for key, conv in self.convs.items()}
+
+    def done(self, mark: object | None = None) -> list[ImportedConversation]:
+        if isinstance(mark, dict):
+            for key in [k for k in self.convs if k not in mark]:
+                del self.convs[key]
+            for key, conv in self.convs.items():
+                del conv.messages[mark[key]:], conv.origins[mark[key]:]
+        main, summaries = self.main, self.summaries
+        out = [c.done(summaries[-1] if c is main and summaries else None,
+                      summaries if c is main else []) for c in self.convs.values()]
+        if out:
+            out[0].skipped.update(self.skipped)
+        elif self.skipped or summaries:  # lines of only non-message records
+            out.append(ImportedConversation(
+                key=f"claude-code:{self.path.stem}", messages=[], origins=[],
+                source=str(self.path), skipped=self.skipped))
+        return out
+
+
+class ClaudeCodeImporter(FileImporter):
+    name = "claude-code"
+    pattern = "*.jsonl"
+
+    def home(self) -> Path:
+        """``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
+        root = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+        return Path(root).expanduser() / "projects"
+
+    def read(self, path: Path) -> list[ImportedConversation]:
+        reader = _Reader(path)
+        for number, raw in read_lines(path, self.max_line_bytes):
+            reader.line(number, raw, f"{path}:{number}")
+        return reader.done()
+
+    def follow(self, path: Path, start: Position, *, final: bool = False,
+               max_bytes: int = 8 * 2**20) -> Followed:
+        return follow_lines(path, start, _Reader(path), max_line_bytes=self.max_line_bytes,
+                            max_bytes=max_bytes, final=final)
 
 
 class _Type(msgspec.Struct):

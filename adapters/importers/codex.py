@@ -11,11 +11,15 @@ The other event messages repeat what the items already say and are skipped and
 counted. Rollout items have no ids, so a
 message's id is its line (``line-12``): rollouts are append-only, so a grown file
 adds only its new lines. Older rollouts (items without the envelope, a first line
-with the session id) are read too.
+with the session id) are read too. Followed as it grows (`follow`, for ``convlog
+watch``), an assistant message is handed over with the ``token_count`` that follows
+it (or once the file is quiet), and the session id, model and running total are
+carried from one read to the next.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,9 +30,10 @@ from convlog.domain.content import Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
 from convlog.importers.files import FileImporter
+from convlog.importers.follow import follow_lines
 from convlog.importers.lines import decode, located, read_lines
 from convlog.importers.responses import ApiUsage, Item, to_message, usage
-from convlog.services.importing import ImportedConversation
+from convlog.services.importing import Followed, ImportedConversation, Position
 
 
 class Line(msgspec.Struct):
@@ -88,6 +93,7 @@ class _Rollout:
         self.unpriced_from = 0  # messages before this index already had their usage
         self.total = Usage()  # the running total of the rollout's last token count
         self.ids: set[str] = set()
+        self.pending = False  # an assistant message waits for its token count
 
     def meta(self, meta: Meta) -> None:
         if meta.id:
@@ -125,6 +131,7 @@ class _Rollout:
             if messages[i].role == "assistant":
                 messages[i] = msgspec.structs.replace(messages[i], usage=last)
                 self.unpriced_from = len(messages)  # a repeated count finds nothing new
+                self.pending = False
                 return
 
     def item(self, item: Item, number: int, at: datetime | None, where: str) -> None:
@@ -140,59 +147,115 @@ class _Rollout:
         self.ids.add(message.id)
         self.conv.messages.append(message)
         self.conv.origins.append(where)
+        if message.role == "assistant":
+            self.pending = True
+
+    # ------------------------------------------ a line (convlog.importers.follow)
+
+    def line(self, number: int, raw: bytes, where: str) -> None:
+        try:
+            line = decode(raw, Line, where)
+        except InvalidInput as exc:
+            # A line of a type convlog does not read is skipped, whatever its
+            # other fields look like (a newer Codex's); one it reads is an error.
+            kind = decode(raw, _Kind, where).type if exc.field else None
+            if kind is None or kind in _READ:
+                raise
+            self.conv.skipped[kind] += 1
+            return
+        try:
+            self._line(line, raw, number, where)
+        except InvalidInput as exc:
+            raise located(exc, where) from None
+
+    def _line(self, line: Line, raw: bytes, number: int, where: str) -> None:
+        kind = line.type
+        if not line.payload:  # an old rollout: bare items, a first line with the id
+            if line.record_type or kind is None:
+                if number == 1 and line.id:
+                    self.meta(Meta(id=line.id))
+                else:
+                    self.conv.skipped[line.record_type or "(none)"] += 1
+                return
+            self.item(decode(raw, Item, where), number, line.timestamp, where)
+            return
+        payload: Any = bytes(line.payload)
+        if kind == "session_meta":
+            self.meta(decode(payload, Meta, where))
+        elif kind == "turn_context":
+            self.turn(decode(payload, TurnContext, where))
+        elif kind == "response_item":
+            self.item(decode(payload, Item, where), number, line.timestamp, where)
+        elif kind == "event_msg":
+            event = decode(payload, EventMsg, where)
+            if event.type == "token_count":
+                self.tokens(event)
+            else:
+                self.conv.skipped[f"event_msg:{event.type}"] += 1
+        else:
+            self.conv.skipped[kind or "(none)"] += 1
+
+    def safe(self) -> bool:
+        """Every assistant message got its usage (the `token_count` after it)."""
+        return not self.pending
+
+    def checkpoint(self) -> bytes:
+        conv = self.conv
+        return _CARRY.encode(_Carry(key=conv.key, metadata=conv.metadata,
+                                    workspace=conv.workspace, model=self.model,
+                                    total=self.total))
+
+    def resume(self, state: bytes, where: str) -> None:
+        """Continue after the lines a checkpoint covered."""
+        try:
+            carry = msgspec.json.decode(state, type=_Carry)
+        except msgspec.DecodeError:
+            raise InvalidInput("the saved reading position is unreadable", where=where
+                               ) from None
+        self.conv.key, self.conv.metadata = carry.key, dict(carry.metadata)
+        self.conv.workspace, self.model, self.total = carry.workspace, carry.model, carry.total
+
+    def mark(self) -> int:
+        return len(self.conv.messages)
+
+    def done(self, mark: object | None = None) -> list[ImportedConversation]:
+        if isinstance(mark, int):
+            del self.conv.messages[mark:], self.conv.origins[mark:]
+        return [self.conv]
+
+
+class _Carry(msgspec.Struct, kw_only=True):
+    """What a rollout's later lines need from its earlier ones."""
+
+    key: str
+    metadata: dict[str, Any] = {}
+    workspace: str | None = None
+    model: str | None = None
+    total: Usage = Usage()
+
+
+_CARRY = msgspec.json.Encoder()
 
 
 class CodexImporter(FileImporter):
     name = "codex"
     pattern = "rollout-*.jsonl"
 
-    def read(self, path: Path) -> list[ImportedConversation]:
-        return [self._read(path).conv]
+    def home(self) -> Path:
+        """``$CODEX_HOME/sessions``, else ``~/.codex/sessions``."""
+        root = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+        return Path(root).expanduser() / "sessions"
 
-    def _read(self, path: Path) -> _Rollout:
+    def read(self, path: Path) -> list[ImportedConversation]:
         rollout = _Rollout(path)
         for number, raw in read_lines(path, self.max_line_bytes):
-            where = f"{path}:{number}"
-            try:
-                line = decode(raw, Line, where)
-            except InvalidInput as exc:
-                # A line of a type convlog does not read is skipped, whatever its
-                # other fields look like (a newer Codex's); one it reads is an error.
-                kind = decode(raw, _Kind, where).type if exc.field else None
-                if kind is None or kind in _READ:
-                    raise
-                rollout.conv.skipped[kind] += 1
-                continue
-            try:
-                self._line(rollout, line, raw, number, where)
-            except InvalidInput as exc:
-                raise located(exc, where) from None
-        return rollout
+            rollout.line(number, raw, f"{path}:{number}")
+        return rollout.done()
 
-    def _line(self, rollout: _Rollout, line: Line, raw: bytes, number: int, where: str
-              ) -> None:
-        kind = line.type
-        if not line.payload:  # an old rollout: bare items, a first line with the id
-            if line.record_type or kind is None:
-                if number == 1 and line.id:
-                    rollout.meta(Meta(id=line.id))
-                else:
-                    rollout.conv.skipped[line.record_type or "(none)"] += 1
-                return
-            rollout.item(decode(raw, Item, where), number, line.timestamp, where)
-            return
-        payload: Any = bytes(line.payload)
-        if kind == "session_meta":
-            rollout.meta(decode(payload, Meta, where))
-        elif kind == "turn_context":
-            rollout.turn(decode(payload, TurnContext, where))
-        elif kind == "response_item":
-            rollout.item(decode(payload, Item, where), number, line.timestamp, where)
-        elif kind == "event_msg":
-            event = decode(payload, EventMsg, where)
-            if event.type == "token_count":
-                rollout.tokens(event)
-            else:
-                rollout.conv.skipped[f"event_msg:{event.type}"] += 1
-        else:
-            rollout.conv.skipped[kind or "(none)"] += 1
+    def follow(self, path: Path, start: Position, *, final: bool = False,
+               max_bytes: int = 8 * 2**20) -> Followed:
+        rollout = _Rollout(path)
+        if start.state:
+            rollout.resume(start.state, f"{path}:{start.line}")
+        return follow_lines(path, start, rollout, max_line_bytes=self.max_line_bytes,
+                            max_bytes=max_bytes, final=final)

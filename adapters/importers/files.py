@@ -4,6 +4,7 @@ that cannot be read becomes a located failure instead of an exception."""
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -24,6 +25,11 @@ class FileImporter:
 
     def wanted(self, path: Path) -> bool:
         return True
+
+    def matches(self, path: Path) -> bool:
+        """Whether `path` is one of this format's files, by its name (what `files`
+        would pick in a tree)."""
+        return fnmatch.fnmatchcase(path.name, self.pattern) and self.wanted(path)
 
     def files(self, path: Path) -> Iterator[Path]:
         """`path` itself, or the matching files under it, sorted: an import of a tree

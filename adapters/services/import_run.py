@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -132,6 +132,28 @@ def run_import(log: ConversationLog, importer: Importer, paths: Sequence[str | P
                 run.queue.append(ImportFailure(source=str(file),
                                                error=f"{file}: {exc.strerror or exc}"))
             run.queue.append(_FileRead(number=number, size=size))
+            run.write(READ_AHEAD)
+        run.write(0)
+    summary = run.summary
+    summary.skipped = dict(run.skipped.most_common())
+    summary.unpriced_models = sorted(run.unpriced)
+    summary.seconds = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def record_conversations(log: ConversationLog, format: str,
+                         items: Iterable[ImportedConversation | ImportFailure], *,
+                         prices: PriceTable) -> ImportSummary:
+    """Record conversations an importer already read (a followed file's new lines),
+    exactly as `run_import` records them: one batch each, known message ids skipped.
+    A conversation that cannot be recorded is a failure in the summary; a storage
+    failure raises ImportFailed, and then the caller must read the lines again."""
+    started = time.perf_counter()
+    run = _Run(log, ImportSummary(format=format), prices, True, None, 0)
+    with ThreadPoolExecutor(COUNTING_THREADS, thread_name_prefix="convlog-import") as pool:
+        for item in items:
+            run.queue.append(item if isinstance(item, ImportFailure)
+                             else _count(log, item, pool))
             run.write(READ_AHEAD)
         run.write(0)
     summary = run.summary

@@ -104,3 +104,64 @@ def find_importer(format: str | Importer, *, max_line_bytes: int | None = None) 
     if not isinstance(importer, Importer):
         raise ConvlogError(f"entry point {found[0].value!r} is not a convlog importer")
     return importer
+
+
+# ------------------------------------------------------------- following a file
+
+
+class Position(msgspec.Struct, frozen=True, kw_only=True):
+    """Where reading a growing file stopped: after `line` lines, `offset` bytes (always
+    just after a newline), and `state`, what the format must remember of the lines
+    before it (Codex: the session id and the model; in the format's own encoding)."""
+
+    offset: int = 0
+    line: int = 0
+    state: bytes = b""
+
+
+class Followed(msgspec.Struct, kw_only=True):
+    """What one read of a growing file gave: its conversations (messages of the lines
+    read, each conversation ready to record as one batch) and where to read next.
+
+    `failure` is a line that could not be read: the conversations hold what came
+    before it, and `position` is past it. `held` says complete lines were left for
+    later because the response they belong to may still be written (its final usage
+    comes with a later line); `more` says lines may follow that were not read yet
+    (reading stopped at the size limit, or at a bad line)."""
+
+    conversations: list[ImportedConversation]
+    position: Position
+    failure: ImportFailure | None = None
+    held: bool = False
+    more: bool = False
+
+
+@runtime_checkable
+class Follower(Protocol):
+    """An importer that can also follow files as they grow (`convlog watch`)."""
+
+    name: str
+
+    def home(self) -> Path:
+        """The folder the tool writes its transcripts to (the default to watch)."""
+        ...
+
+    def matches(self, path: Path) -> bool:
+        """Whether `path` is a transcript file of this format (by its name)."""
+        ...
+
+    def follow(self, path: Path, start: Position, *, final: bool = False,
+               max_bytes: int = 8 * 2**20) -> Followed:
+        """Read the complete lines of `path` from `start` (a half-written last line is
+        left for later), at most about `max_bytes`. Unless `final`, lines of a
+        response that may not be finished are left for later too."""
+        ...
+
+
+def find_follower(format: str) -> Follower:
+    """The importer registered under `format`, if it can follow growing files."""
+    importer = find_importer(format)
+    if not isinstance(importer, Follower):
+        raise InvalidInput(f"the {format!r} format cannot be followed (it is read whole); "
+                           "use `convlog import`", field="format")
+    return importer

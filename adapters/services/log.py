@@ -45,8 +45,18 @@ from convlog.services import items, privacy
 from convlog.services.catalog import CatalogQueries
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
-from convlog.services.import_run import ImportSummary, ProgressCallback, run_import
-from convlog.services.importing import Importer, find_importer
+from convlog.services.import_run import (
+    ImportSummary,
+    ProgressCallback,
+    record_conversations,
+    run_import,
+)
+from convlog.services.importing import (
+    ImportedConversation,
+    Importer,
+    ImportFailure,
+    find_importer,
+)
 from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor, redact_message
@@ -231,6 +241,15 @@ class ConversationLog(CatalogQueries):
         importer = find_importer(format, max_line_bytes=max_line_bytes)
         return run_import(self, importer, paths, prices=PriceTable(self._prices),
                           keep_going=keep_going, progress=progress)
+
+    def import_conversations(self, format: str,
+                             conversations: Iterable[ImportedConversation | ImportFailure]
+                             ) -> ImportSummary:
+        """Record conversations an importer read (`convlog watch` reads a file's new
+        lines with `Follower.follow`), as `import_` records them: one batch each,
+        known message ids skipped, failures listed in the summary."""
+        return record_conversations(self, format, conversations,
+                                    prices=PriceTable(self._prices))
 
     def record_injection(self, key: str, context: Context,
                          native_session_id: str | None = None) -> bool:

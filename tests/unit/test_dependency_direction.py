@@ -7,8 +7,9 @@ import inside a function is caught too.
   projections, storage and accounting; services/ adds views and crypto;
   cli/ may import anything, and nothing but cli/ imports cli/ (the demo included);
 - any other room of adapters/ is an integration (ACP, SDK stores, HTTP, importers,
-  HTML...): it reaches the log only through the facade (`import convlog`) or the
-  application services, never around them into storage or the views.
+  HTML, watch, OpenTelemetry...): it reaches the log only through the facade
+  (`import convlog`) or the application services, never around them into storage or
+  the views. Each is registered in INTEGRATIONS, so a new room is a decision.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "adapters/cli": ("convlog",),  # anything of ours
 }
 INTEGRATION = (*PROJECTIONS, "convlog.services")
+INTEGRATIONS = ("adapters/acp", "adapters/html", "adapters/http", "adapters/importers",
+                "adapters/integrations", "adapters/otel", "adapters/watch")
 NOT_FROM_THE_FACADE = ("convlog.cli",)
 
 
@@ -86,6 +89,12 @@ def test_integration_rooms_go_through_the_facade_or_the_services() -> None:
     bad = [line for room in integration_rooms()
            for line in offenders(room, INTEGRATION, facade=True)]
     assert not bad, "\n".join(bad)
+
+
+def test_every_integration_room_is_registered() -> None:
+    assert integration_rooms() == sorted(INTEGRATIONS), (
+        "a new room of adapters/: add it to ROOMS, or to INTEGRATIONS if it goes "
+        "through the facade and the services")
 
 
 def test_only_cli_imports_cli() -> None:

@@ -1,0 +1,94 @@
+"""`convlog export --otel`: send the log to an OpenTelemetry receiver (OTLP/HTTP).
+
+Once (what was not sent yet, then exit), or `--follow` (until SIGINT/SIGTERM). The
+endpoint and headers come from the standard OTEL_EXPORTER_OTLP_* variables. Exit
+status 1 when the receiver refused a batch (nothing after it was marked sent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from convlog.cli.render import print_json
+from convlog.domain.errors import ConvlogError
+from convlog.services.log import ConversationLog
+from convlog.services.sidecar import sidecar_path
+
+
+class MissingExtra(ConvlogError, ImportError):
+    """opentelemetry is not installed."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--follow", action="store_true",
+                   help="with --otel: keep sending as the log grows, until SIGINT/SIGTERM")
+    p.add_argument("--from", dest="from_position", type=_position, metavar="POSITION",
+                   help="with --otel: send the events after this log position (0: all), "
+                        "instead of those after the last one sent")
+    p.add_argument("--with-content", action="store_true",
+                   help="with --otel: include message content (gen_ai.input.messages, "
+                        "gen_ai.output.messages); never for a forgotten user")
+    p.add_argument("--state", metavar="FILE",
+                   help="with --otel: where the position sent so far is kept (default: "
+                        "beside a SQLite log, convlog.otel.sqlite)")
+    p.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
+                   help="with --follow: how often a SQLite log is checked (default 1)")
+
+
+def given(args: argparse.Namespace) -> bool:
+    """Whether an option of --otel was given."""
+    return bool(args.follow or args.from_position is not None or args.with_content
+                or args.state or args.interval != 1.0)
+
+
+def _position(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a log position (0 or more), got {text!r}")
+    return int(text)
+
+
+def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:
+    try:
+        from convlog.otel.sdk import Sender, endpoint
+    except ImportError as exc:
+        raise MissingExtra("convlog export --otel needs the 'otel' extra: pip install "
+                           f"'convlog[otel]' ({exc})") from None
+    from convlog.otel.exporter import Exporter
+    from convlog.otel.tracking import TrackingFile
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="convlog export: %(message)s")
+    state = (Path(args.state) if args.state
+             else sidecar_path(log.config, "otel", "CONVLOG_OTEL_STATE"))
+    tracking, sender = TrackingFile(state), Sender()
+    try:
+        exporter = Exporter(log, tracking, sender.send, endpoint(),
+                            with_content=args.with_content)
+        if args.from_position is not None:
+            exporter.start_from(args.from_position)
+        if args.follow:
+            stop = threading.Event()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, lambda *_: stop.set())
+            if not args.json:
+                print(f"sending {log.config.display} to {endpoint()} from position "
+                      f"{exporter.position}; stop with Ctrl-C or SIGTERM", file=sys.stderr,
+                      flush=True)
+            report = exporter.follow(stop, interval=args.interval)
+        else:
+            report = exporter.run()
+    finally:
+        sender.close()
+        tracking.close()
+    if args.json:
+        print_json(report)
+        return
+    held = (" (a resume's outcome waits for its injection: the next run sends it)"
+            if report.held else "")
+    print(f"sent {report.spans:,} span(s) for {report.events:,} event(s) to "
+          f"{report.destination}; position {report.position:,}{held}")

@@ -1,0 +1,233 @@
+"""The OpenTelemetry export against a real OTLP/HTTP receiver on 127.0.0.1 (the SDK's
+own OTLP exporter sends; the receiver decodes with opentelemetry-proto): GenAI
+attributes, resume attempts, content only when allowed, each event once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from eventsourcing.tests.persistence import TrackingRecorderTestCase
+
+import convlog
+from convlog.otel.exporter import Exporter, ExportFailed
+from convlog.otel.sdk import Sender, endpoint
+from convlog.otel.tracking import TrackingFile
+from convlog.services.jsonlines import parse_lines
+from tests.otlp_receiver import Receiver, Span, running
+
+KEY = "discord:thread:42"
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
+    with running() as r:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.endpoint)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "5")
+        yield r
+
+
+def exporter(log: convlog.ConversationLog, tmp_path: Path, **kwargs: object) -> Exporter:
+    sender = Sender()
+    return Exporter(log, TrackingFile(tmp_path / "otel.sqlite"), sender.send, endpoint(),
+                    **kwargs)  # type: ignore[arg-type]
+
+
+def record(log: convlog.ConversationLog, key: str, *lines: dict[str, object]) -> None:
+    data = "\n".join(json.dumps(line) for line in lines).encode()
+    log.execute(key, parse_lines(data)[0])
+
+
+def a_turn(log: convlog.ConversationLog) -> None:
+    conv = log.conversation(KEY, user="u1", agent="copilot", channel="discord",
+                            metadata={"client": "zed"})
+    usage = convlog.Usage(input_tokens=12, output_tokens=7, cache_read_tokens=100,
+                          cache_write_tokens=20)
+    conv.append_turn([
+        convlog.user("What did we decide about auth?", id="u1"),
+        convlog.assistant([convlog.ToolUsePart(id="c1", name="search", arguments='{"q":"auth"}')],
+                          id="a1", model="claude-sonnet-4-5", usage=usage, response_id="r1"),
+        convlog.tool("JWT, decided on 2026-01-02", tool_call_id="c1", id="t1"),
+        convlog.assistant("JWT with rotating keys.", id="a2", model="claude-sonnet-4-5",
+                          usage=convlog.Usage(input_tokens=3, output_tokens=9),
+                          response_id="r2"),
+    ])
+
+
+def by_name(spans: list[Span]) -> dict[str, Span]:
+    return {s.name: s for s in spans}
+
+
+def test_a_turn_is_an_invoke_agent_span_with_a_chat_span_per_response(
+        sqlite_url: str, tmp_path: Path, receiver: Receiver) -> None:
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        a_turn(log)
+        report = exporter(log, tmp_path).run()
+    spans = by_name(receiver.spans)
+    assert len(receiver.spans) == 3
+    assert set(spans) == {"invoke_agent copilot", "chat claude-sonnet-4-5"}
+    turn = spans["invoke_agent copilot"]
+    chats = [s for s in receiver.spans if s.name.startswith("chat")]
+    assert len(chats) == 2 and {c.parent_id for c in chats} == {turn.span_id}
+    assert {c.trace_id for c in chats} == {turn.trace_id}
+    assert turn.resource["service.name"] == "convlog" and turn.scope == "convlog"
+    a = turn.attributes
+    assert a["gen_ai.operation.name"] == "invoke_agent"
+    assert a["gen_ai.conversation.id"] == KEY and a["gen_ai.agent.name"] == "copilot"
+    assert a["gen_ai.provider.name"] == "anthropic"
+    assert a["gen_ai.request.model"] == "claude-sonnet-4-5"
+    # input tokens include the cached ones (the conventions' rule); the parts are given
+    assert a["gen_ai.usage.input_tokens"] == 12 + 100 + 20 + 3
+    assert a["gen_ai.usage.output_tokens"] == 16
+    assert a["gen_ai.usage.cache_read.input_tokens"] == 100
+    assert a["gen_ai.usage.cache_creation.input_tokens"] == 20
+    assert (a["convlog.user"], a["convlog.channel"], a["convlog.client"]) == (
+        "u1", "discord", "zed")
+    assert a["convlog.messages"] == 4
+    first, second = sorted(chats, key=lambda c: c.attributes["gen_ai.response.id"])
+    assert first.attributes["gen_ai.response.id"] == "r1"
+    assert first.attributes["gen_ai.usage.input_tokens"] == 132
+    assert first.kind == 3  # SPAN_KIND_CLIENT
+    assert second.attributes["gen_ai.usage.output_tokens"] == 9
+    assert not any(k.startswith(("gen_ai.input", "gen_ai.output")) for s in receiver.spans
+                   for k in s.attributes)  # no content unless asked
+    assert (report.events, report.spans) == (5, 3)
+
+
+def test_content_only_with_content_and_never_for_a_forgotten_user(
+        sqlite_url: str, tmp_path: Path, receiver: Receiver,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONVLOG_KEY", "11" * 32)  # an encrypted store, opened with its key
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        a_turn(log)
+        gone = log.conversation("support:7", user="alice")
+        gone.append_turn([convlog.user("My card ends in 4242", id="x1"),
+                          convlog.assistant("Noted.", id="x2", model="gpt-4o")])
+        log.forget(user="alice")
+        exporter(log, tmp_path, with_content=True).run()
+    turns = [s for s in receiver.spans if s.name.startswith("invoke_agent")]
+    kept = next(s for s in turns if s.attributes["gen_ai.conversation.id"] == KEY)
+    messages = json.loads(str(kept.attributes["gen_ai.input.messages"]))
+    assert messages[0] == {"role": "user", "parts": [
+        {"type": "text", "content": "What did we decide about auth?"}]}
+    assert messages[1]["parts"][0] == {"type": "tool_call_response", "id": "c1",
+                                       "response": "JWT, decided on 2026-01-02"}
+    output = json.loads(str(kept.attributes["gen_ai.output.messages"]))
+    assert output[0]["parts"][0] == {"type": "tool_call", "id": "c1", "name": "search",
+                                     "arguments": {"q": "auth"}}
+    assert output[0]["finish_reason"] == "tool_call" and output[1]["finish_reason"] == "stop"
+    forgotten = next(s for s in turns if s.attributes["gen_ai.conversation.id"] == "support:7")
+    assert not any(k.startswith(("gen_ai.input", "gen_ai.output"))
+                   for k in forgotten.attributes)
+    assert forgotten.attributes["convlog.messages"] == 2  # the figures survive
+    assert "4242" not in json.dumps([s.attributes for s in receiver.spans])
+
+
+def test_resume_attempts_carry_tier_outcome_injection_and_memory_lost(
+        sqlite_url: str, tmp_path: Path, receiver: Receiver) -> None:
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        a_turn(log)
+        log.bind_native_session(KEY, "sess-1")
+
+        def gone(call: convlog.TierCall) -> str:
+            raise convlog.TierFailed("not_found", "session sess-1 is gone")
+
+        outcome = log.resume(KEY, [convlog.Tier("session/resume", gone),
+                                   convlog.Tier("session/new", lambda call: "sess-2")])
+        assert outcome.injection is not None
+        # A host that ran its tiers itself, and injected nothing: memory lost.
+        record(log, KEY, {"type": "resume_attempted", "strategy": "new"},
+               {"type": "resume_succeeded", "strategy": "new", "fresh": True},
+               {"type": "message", "role": "user", "content": "Do you remember?"})
+        report = exporter(log, tmp_path).run()
+    resumes = sorted((s for s in receiver.spans if s.name.startswith("resume")),
+                     key=lambda s: s.attributes["convlog.version.first"])
+    assert [s.name for s in resumes] == ["resume session/resume", "resume session/new",
+                                         "resume new"]
+    failed, fresh, lost = (s.attributes for s in resumes)
+    assert (failed["convlog.resume.tier"], failed["convlog.resume.outcome"],
+            failed["convlog.resume.reason"]) == (1, "failed", "not_found")
+    assert resumes[0].status_code == 2 and failed["error.type"] == "not_found"
+    assert "convlog.resume.error" not in failed  # an error text is content
+    assert (fresh["convlog.resume.tier"], fresh["convlog.resume.outcome"]) == (2, "succeeded")
+    assert fresh["convlog.resume.fresh"] is True and fresh["convlog.memory_lost"] is False
+    assert fresh["convlog.injected_tokens"] == outcome.injection.tokens > 0
+    assert fresh["gen_ai.conversation.id"] == KEY and fresh["gen_ai.agent.name"] == "copilot"
+    assert lost["convlog.memory_lost"] is True and lost["convlog.injected_tokens"] == 0
+    assert lost["convlog.resume.tier"] == 1
+    assert not report.held
+
+
+def test_a_fresh_success_waits_for_its_injection(sqlite_url: str, tmp_path: Path,
+                                                  receiver: Receiver) -> None:
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        a_turn(log)
+        record(log, KEY, {"type": "resume_attempted", "strategy": "session/new"},
+               {"type": "resume_succeeded", "strategy": "session/new"})
+        export = exporter(log, tmp_path)
+        first = export.run()
+        assert first.held and len(receiver.spans) == 3  # the turn went, the resume waits
+        context = log.context(KEY)
+        assert log.record_injection(KEY, context, "sess-9")
+        second = export.run()
+    assert not second.held
+    resume = next(s for s in receiver.spans if s.name.startswith("resume"))
+    assert resume.attributes["convlog.injected_tokens"] == context.tokens
+    assert len(receiver.spans) == 4
+
+
+def test_each_event_is_sent_once_across_runs_and_a_refused_batch_is_sent_again(
+        sqlite_url: str, tmp_path: Path, receiver: Receiver) -> None:
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        a_turn(log)
+        exporter(log, tmp_path).run()
+        log.conversation(KEY).append_turn([convlog.user("and then?", id="u2"),
+                                           convlog.assistant("Ship it.", id="a3")])
+        receiver.refuse = [400]  # not retryable: the run fails, the position stays
+        with pytest.raises(ExportFailed, match="nothing was marked sent"):
+            exporter(log, tmp_path).run()
+        again = exporter(log, tmp_path)
+        assert again.run().spans == 2
+        assert again.run().spans == 0  # nothing new
+        ids = [s.span_id for s in receiver.spans]
+        assert len(ids) == len(set(ids)) == 5
+        before = {s.span_id: s.trace_id for s in receiver.spans}
+        replay = exporter(log, tmp_path)
+        replay.start_from(0)  # --from 0: everything again, with the same ids
+        replay.run()
+    assert {s.span_id: s.trace_id for s in receiver.spans[5:]} == before
+
+
+def test_a_transient_refusal_is_retried_by_the_exporter(sqlite_url: str, tmp_path: Path,
+                                                        receiver: Receiver) -> None:
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        a_turn(log)
+        receiver.refuse = [503]
+        report = exporter(log, tmp_path).run()
+    assert report.spans == 3 and receiver.requests == 2 and len(receiver.spans) == 3
+
+
+def test_the_feed_reads_whole_transactions_on_postgresql(pg_url: str, tmp_path: Path,
+                                                         receiver: Receiver) -> None:
+    with convlog.open(pg_url, preload_tokenizer=False, views=str(tmp_path / "v.duckdb")) as log:
+        conv = log.conversation("pg:1", agent="bot")
+        for n in range(5):
+            conv.append_turn([convlog.user(f"q{n}", id=f"u{n}"),
+                              convlog.assistant(f"a{n}", id=f"a{n}", model="gpt-4o")])
+        conv.append_turn([convlog.user("long", id="long"), *(  # longer than a page
+            convlog.assistant(f"part {n}", id=f"p{n}", model="gpt-4o") for n in range(6))])
+        export = exporter(log, tmp_path, page=3)  # pages end inside transactions
+        report = export.run()
+    turns = [s for s in receiver.spans if s.name.startswith("invoke_agent")]
+    assert [s.attributes["convlog.messages"] for s in turns] == [2, 2, 2, 2, 2, 7]
+    assert {s.attributes["gen_ai.provider.name"] for s in turns} == {"openai"}
+    assert report.events == 1 + 10 + 7
+
+
+class TestTrackingFile(TrackingRecorderTestCase):
+    """The library's own contract for a tracking recorder."""
+
+    def create_recorder(self) -> TrackingFile:
+        return TrackingFile(Path(":memory:"))
