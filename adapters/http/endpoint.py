@@ -174,10 +174,17 @@ Handler = Callable[[Call], Awaitable[Any]]
 
 @dataclass(frozen=True)
 class Endpoint:
+    """One endpoint, declared once for the router and the OpenAPI document.
+
+    `operation_id` is the name a generated client gives the call (`appendTurn`), so it
+    is chosen here, by hand, and never changes: renaming it breaks every client
+    generated from the document. It is never derived from the endpoint's position."""
+
     method: str
     path: str
     handler: Handler
     summary: str
+    operation_id: str = field(kw_only=True)
     body: Any = None
     answer: Any = None
     query: tuple[Param, ...] = ()
