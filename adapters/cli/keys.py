@@ -46,7 +46,7 @@ def run_keys(db: str | None, args: argparse.Namespace) -> None:
         return
     with ConversationLog(db, create=False, preload_tokenizer=False) as log:
         if args.action == "status":
-            status = privacy.status(log)
+            status = privacy.status(log.writer)
             if args.json:
                 print_json(status)
             elif not status.encrypted:
@@ -60,7 +60,7 @@ def run_keys(db: str | None, args: argparse.Namespace) -> None:
         if new is None:
             raise MissingKey(f"rotation needs the new key in {ENV_NEW_KEY} or "
                              f"{ENV_NEW_KEY_FILE} (the current one in {ENV_KEY}/{ENV_KEY_FILE})")
-        count = privacy.rotate(log, new)
+        count = privacy.rotate(log.writer, new)
         if args.json:
             print_json({"rewrapped": count})
         else:
@@ -83,7 +83,7 @@ def _enable(db: str | None, args: argparse.Namespace) -> None:
             print(f"{key}: {events} event(s) encrypted", flush=True)
 
     with log:
-        total = privacy.enable(log, master, report)
+        total = log.enable_encryption(master, report)
     if args.json:
         print_json({"encrypted_events": total})
     else:

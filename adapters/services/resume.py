@@ -50,14 +50,14 @@ from convlog.domain.events import (
 from convlog.projections.context import Budget
 from convlog.projections.formats import check_format
 from convlog.services.context import Context, ContextBuilder, is_async_callable
-from convlog.storage.application import ConversationStore
+from convlog.services.writer import Writer
 
 MAX_ERROR_CHARS = 500
 
 _NOW = datetime(1970, 1, 1, tzinfo=UTC)  # facts are stamped when recorded
 
 
-def record_injection(store: ConversationStore, key: str, context: Context,
+def record_injection(writer: Writer, key: str, context: Context,
                      native: str | None) -> bool:
     """Record HistoryInjected for `native` unless that native session already got one.
 
@@ -77,7 +77,7 @@ def record_injection(store: ConversationStore, key: str, context: Context,
             return []
         return [RecordFact(event=event)]
 
-    _state, saved = store.execute(conversation_id(key), key, once)
+    _state, saved = writer.decide(key, once)
     return bool(saved)
 
 
@@ -180,7 +180,7 @@ class ResumeRun:
     def __init__(self, builder: ContextBuilder, key: str, budget: Budget, fmt: str,
                  exclude: frozenset[str]):
         self.builder = builder
-        self.store = builder.store
+        self.writer = builder.writer
         self.key = key
         self.budget = budget
         self.format = fmt
@@ -188,10 +188,10 @@ class ResumeRun:
         check_format(fmt)  # before any tier runs: a bad format must not waste a session
         self.attempts: list[Attempt] = []
         # An unknown conversation is fine here: recording the first attempt starts it.
-        self.bound = self.store.load(conversation_id(key), key).native_session_id
+        self.bound = self.writer.store.load(conversation_id(key), key).native_session_id
 
     def _record(self, *commands: Command) -> None:
-        self.store.execute(conversation_id(self.key), self.key, lambda _s, _f: list(commands))
+        self.writer.execute(self.key, commands)
 
     def start(self, tier: Tier) -> TierCall | None:
         """Record the attempt; None when the tier must not be called."""
@@ -231,7 +231,7 @@ class ResumeRun:
 
     def injected(self, native: str | None, context: Context) -> bool:
         """Record the injection; False when another writer injected first."""
-        return record_injection(self.store, self.key, context, native)
+        return record_injection(self.writer, self.key, context, native)
 
     def outcome(self, tier: Tier | None, native: str | None,
                 injection: Context | None = None, already: bool = False) -> ResumeOutcome:
