@@ -2,7 +2,8 @@
 
 Lives here: the log and its conversation handles (`log`, with its analytics half in
 `catalog` and the values it hands back in `results`; `handle`; `aio` for asyncio
-hosts), the tiered resume (`resume`), the context builder (`context`), the message
+hosts; `options`, how a log is opened), the one writer every write goes through
+(`writer`), the tiered resume (`resume`), the context builder (`context`), the message
 builders (`builders`) and the typed record input that every entry point decodes into
 (`jsonlines`: the CLI's `record`, and any other surface that takes a host's lines).
 

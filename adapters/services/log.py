@@ -35,10 +35,10 @@ from convlog.domain.conversation import (
 )
 from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
-from convlog.domain.memory import InjectMemory, check_depth
+from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
-from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
+from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView, parse_point
 from convlog.projections.replay_views import view as _view
 from convlog.projections.timeline import TimelineRow, timeline
@@ -61,6 +61,7 @@ from convlog.services.importing import (
     find_importer,
 )
 from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
+from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, SessionInfo, session_info
@@ -83,19 +84,37 @@ class ConversationLog(CatalogQueries):
                  max_injected_blocks_in_history: int = DEFAULT_CAP,
                  context_window_depth: int = DEFAULT_DEPTH,
                  redact: Redactor | None = None, master_key: bytes | str | None = "env"):
-        self.max_injected_blocks_in_history = check_cap(max_injected_blocks_in_history)
+        """`convlog.open`'s options (see `LogOptions`), and `master_key`: the store's
+        key, by default from CONVLOG_KEY / CONVLOG_KEY_FILE (maintenance opens stores
+        without a key, or with a new one)."""
+        self._open(url, LogOptions(
+            create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
+            max_injected_blocks_in_history=max_injected_blocks_in_history,
+            context_window_depth=context_window_depth, redact=redact), master_key)
+
+    @classmethod
+    def with_options(cls, url: str | None, options: LogOptions, *,
+                     master_key: bytes | str | None = "env") -> ConversationLog:
+        """The log at `url`, opened with `options` (what every opener calls)."""
+        log = cls.__new__(cls)
+        log._open(url, options, master_key)
+        return log
+
+    def _open(self, url: str | None, options: LogOptions,
+              master_key: bytes | str | None) -> None:
+        self.options = options.checked()
+        self.max_injected_blocks_in_history = options.max_injected_blocks_in_history
         """How many memory blocks stay live in every context (0: ephemeral)."""
-        self.context_window_depth = check_depth(context_window_depth)
+        self.context_window_depth = options.context_window_depth
         """Turns before a memory id may be injected again (0: no cooldown)."""
         self.config: StorageConfig = parse_url(url)
-        self._prices = prices
-        self._views_path = Path(views) if views is not None else None
+        self._prices = options.prices
+        self._views_path = Path(options.views) if options.views is not None else None
         self._analytics: Analytics | None = None
-        if not create:
+        if not options.create:
             self.config.check_exists()
         self.config.check_reachable()
-        # CONVLOG_KEY / CONVLOG_KEY_FILE unless given (maintenance opens stores without
-        # a key, or with a new one); a bad key fails here, before anything is opened
+        # a bad key fails here, before anything is opened
         master = load_key() if master_key == "env" else master_key
         assert master is None or isinstance(master, bytes)
         try:
@@ -105,10 +124,10 @@ class ConversationLog(CatalogQueries):
             raise  # key errors say what to do; wrapped, they would say less
         except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in
             raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None  # several types
-        self._writer = Writer(self._store, redact=redact,
+        self._writer = Writer(self._store, redact=options.redact,
                               context_window_depth=self.context_window_depth)
-        if create and preload_tokenizer:  # a writer will count: load the vocabulary
-            warm_up_in_background()  # off the hot path
+        if options.create and options.preload_tokenizer:  # a writer will count: load the
+            warm_up_in_background()  # vocabulary, off the hot path
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -163,7 +182,7 @@ class ConversationLog(CatalogQueries):
         self.state(key)
         return ConversationHandle(self, key)
 
-    def append_turn(self, key: str, messages: Sequence[Message]) -> AppendResult:
+    def append_turn(self, key: str, messages: Iterable[Message]) -> AppendResult:
         """Append every message of one agent run in one transaction. Message ids already
         recorded in this conversation are skipped, so retrying a turn is safe."""
         return self.execute(key, [AppendMessages(messages=list(messages))])
