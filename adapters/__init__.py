@@ -61,6 +61,7 @@ from convlog.domain.errors import (
 )
 from convlog.domain.memory import MemoryCooling
 from convlog.domain.messages import Message
+from convlog.domain.renamed import renamed
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView, ViewEntry
@@ -75,7 +76,7 @@ from convlog.services.memory import MemoryBlock
 from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
-from convlog.services.results import AppendResult, SessionInfo
+from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.services.resumption import ConversationPart, ResumptionContext
 from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
@@ -88,10 +89,18 @@ if TYPE_CHECKING:
     from convlog.services.aio import AsyncConversationHandle, AsyncConversationLog
 
     __version__: str
+    SessionInfo = ConversationInfo  # deprecated
+
+RENAMED = {"SessionInfo": "ConversationInfo"}
+"""Old public names, served with a DeprecationWarning (convlog.domain.renamed)."""
+_renamed = renamed("convlog", RENAMED, globals())
 
 
 def __getattr__(name: str) -> Any:
-    """The lazily loaded names (PEP 562); each is loaded once, then a plain global."""
+    """The lazily loaded names (PEP 562); each is loaded once, then a plain global.
+    Old names (RENAMED) are served on every use, each time with its warning."""
+    if name in RENAMED:
+        return _renamed(name)
     if name in ("AsyncConversationLog", "AsyncConversationHandle"):
         from convlog.services import aio
 
@@ -181,6 +190,7 @@ __all__ = [
     "Context",
     "ConversationForgotten",
     "ConversationHandle",
+    "ConversationInfo",
     "ConversationLog",
     "ConversationPart",
     "ConversationView",
@@ -208,7 +218,6 @@ __all__ = [
     "Redactor",
     "ResumeOutcome",
     "ResumptionContext",
-    "SessionInfo",
     "StorageError",
     "SystemMessageRejected",
     "TelemetryRow",

@@ -21,7 +21,7 @@ from convlog.domain.conversation import (
     Command,
     Reactivate,
     RequireUser,
-    StartSession,
+    StartConversation,
     check_key,
 )
 from convlog.domain.errors import InvalidInput, UnknownConversation
@@ -47,7 +47,7 @@ from convlog.services.jsonlines import MessageLine, SessionStartedLine, to_comma
 MAX_VERSION = 2**63 - 1
 
 
-async def start(call: Call) -> convlog.SessionInfo:
+async def start(call: Call) -> convlog.ConversationInfo:
     body = await call.body(StartIn)
     key = check_key(body.key)
     user = body.user
@@ -60,7 +60,7 @@ async def start(call: Call) -> convlog.SessionInfo:
             state = await call.run(call.log.state, key)
             if state.user != user:
                 raise UnknownConversation(key)
-    command = StartSession(user=user, agent=body.agent, channel=body.channel, title=body.title,
+    command = StartConversation(user=user, agent=body.agent, channel=body.channel, title=body.title,
                            workspace=body.workspace, metadata=dict(body.metadata))
     guard: list[Command] = [] if user is None or call.principal.admin else [
         RequireUser(user=user)]
@@ -68,7 +68,7 @@ async def start(call: Call) -> convlog.SessionInfo:
     return await call.run(call.log.info, key)
 
 
-async def info(call: Call) -> convlog.SessionInfo:
+async def info(call: Call) -> convlog.ConversationInfo:
     return await call.run(call.log.info, await call.readable())
 
 
@@ -223,7 +223,7 @@ AT = Param("at", {"type": "string"},
 ENDPOINTS = [
     Endpoint("POST", "/v1/conversations", start, "Start a conversation (or get it)",
              operation_id="startConversation",
-             body=StartIn, answer=convlog.SessionInfo),
+             body=StartIn, answer=convlog.ConversationInfo),
     Endpoint("POST", KEY + "/turns", append_turn,
              "Append one turn's messages atomically (idempotent by message id)",
              operation_id="appendTurn",
@@ -272,5 +272,5 @@ ENDPOINTS = [
              operation_id="clearConversation", body=ReasonIn,
              answer=StateChange),
     Endpoint("GET", KEY, info, "The conversation's state",
-             operation_id="getConversation", answer=convlog.SessionInfo),
+             operation_id="getConversation", answer=convlog.ConversationInfo),
 ]

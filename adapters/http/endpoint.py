@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 import convlog
-from convlog.domain.conversation import Command, RequireUser, StartSession, check_key
+from convlog.domain.conversation import Command, RequireUser, StartConversation, check_key
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.http.auth import Auth, Principal
 from convlog.http.idempotency import IdempotencyCache
@@ -165,7 +165,7 @@ class Call:
         # new key at once cannot both write into it.
         exists = await self.run(self.log.exists, key)
         if not exists:
-            return key, [StartSession(user=user), RequireUser(user=user)]
+            return key, [StartConversation(user=user), RequireUser(user=user)]
         return await self.readable(), [RequireUser(user=user)]
 
 

@@ -29,7 +29,7 @@ from convlog.services.memory import MemoryBlock
 from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
-from convlog.services.results import AppendResult, SessionInfo
+from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume_async
 from convlog.services.resumption import ResumptionContext
 from convlog.views.analytics import CatalogRow, CostRow
@@ -128,7 +128,7 @@ class AsyncConversationLog:
     async def live_memory(self, key: str, *, at: int | None = None) -> list[MemoryBlock]:
         return await asyncio.to_thread(self.sync.live_memory, key, at=at)
 
-    async def info(self, key: str) -> SessionInfo:
+    async def info(self, key: str) -> ConversationInfo:
         return await asyncio.to_thread(self.sync.info, key)
 
     async def exists(self, key: str) -> bool:
@@ -263,7 +263,7 @@ class AsyncConversationHandle:
     async def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
         return await self.log.live_memory(self.key, at=at)
 
-    async def info(self) -> SessionInfo:
+    async def info(self) -> ConversationInfo:
         return await self.log.info(self.key)
 
     async def events(self, *, after: int = 0, upto: int | None = None, desc: bool = False,

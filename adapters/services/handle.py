@@ -24,7 +24,7 @@ from convlog.services.resume import ResumeOutcome, Tier
 
 if TYPE_CHECKING:
     from convlog.services.log import ConversationLog
-    from convlog.services.results import AppendResult, SessionInfo
+    from convlog.services.results import AppendResult, ConversationInfo
 
 
 class ConversationHandle:
@@ -63,7 +63,7 @@ class ConversationHandle:
     def state(self) -> Conversation:
         return self.log.state(self.key)
 
-    def info(self) -> SessionInfo:
+    def info(self) -> ConversationInfo:
         return self.log.info(self.key)
 
     def events(self, *, after: int = 0, upto: int | None = None, desc: bool = False,

@@ -23,7 +23,7 @@ import msgspec
 
 from convlog.accounting.prices import PriceTable
 from convlog.accounting.tokens import with_token_count
-from convlog.domain.conversation import AppendMessages, StartSession
+from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import ConvlogError, InvalidInput
 from convlog.domain.messages import Message
 from convlog.services.import_usage import count_usage
@@ -223,7 +223,7 @@ class _Run:
         if item.fresh is None:
             summary.messages_known += len(item.known)
             return None
-        start = StartSession(agent=conv.agent, title=conv.title, workspace=conv.workspace,
+        start = StartConversation(agent=conv.agent, title=conv.title, workspace=conv.workspace,
                              metadata=conv.metadata)
         try:
             result = self.writer.execute(conv.key, [start, AppendMessages(

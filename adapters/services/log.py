@@ -29,7 +29,7 @@ from convlog.domain.conversation import (
     Command,
     Conversation,
     Reactivate,
-    StartSession,
+    StartConversation,
     check_key,
     conversation_id,
 )
@@ -64,7 +64,7 @@ from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live
 from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
-from convlog.services.results import AppendResult, SessionInfo, session_info
+from convlog.services.results import AppendResult, ConversationInfo, conversation_info
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
 from convlog.services.resumption import ResumptionContext
 from convlog.services.resumption import build as build_resumption
@@ -170,9 +170,9 @@ class ConversationLog(CatalogQueries):
         workspace: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ConversationHandle:
-        """The conversation under `key`, started (SessionStarted) if it is new.
+        """The conversation under `key`, started (ConversationStarted) if it is new.
         Calling it again for an existing key records nothing."""
-        self.execute(key, [StartSession(
+        self.execute(key, [StartConversation(
             user=user, agent=agent, channel=channel, title=title, workspace=workspace,
             metadata=dict(metadata or {}))])
         return ConversationHandle(self, key)
@@ -318,8 +318,8 @@ class ConversationLog(CatalogQueries):
             raise UnknownConversation(key)
         return msgspec.structs.replace(state)
 
-    def info(self, key: str) -> SessionInfo:
-        return session_info(self.state(key))
+    def info(self, key: str) -> ConversationInfo:
+        return conversation_info(self.state(key))
 
     def exists(self, key: str) -> bool:
         return self._store.load(conversation_id(key), check_key(key)).started

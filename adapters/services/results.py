@@ -4,10 +4,12 @@ store), so a host can keep them, print them or send them as JSON."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from convlog.domain.conversation import Conversation
+from convlog.domain.renamed import renamed
 
 
 class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -20,7 +22,7 @@ class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
     events: int = 0
 
 
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+class ConversationInfo(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     user: str | None
     agent: str | None
@@ -37,8 +39,13 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Its user was forgotten: the content is erased, the figures remain."""
 
 
-def session_info(state: Conversation) -> SessionInfo:
-    return SessionInfo(
+__getattr__ = renamed(__name__, {"SessionInfo": "ConversationInfo"}, globals())
+if TYPE_CHECKING:
+    SessionInfo = ConversationInfo  # deprecated
+
+
+def conversation_info(state: Conversation) -> ConversationInfo:
+    return ConversationInfo(
         key=state.key, user=state.user, agent=state.agent, channel=state.channel,
         title=state.title, workspace=state.workspace, status=state.status,
         created_at=state.created_at, last_active_at=state.last_active_at,

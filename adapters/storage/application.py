@@ -28,7 +28,7 @@ from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
 
 from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
-from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
+from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
 from convlog.storage.errors import ConcurrencyError, StorageError
 from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics
 from convlog.storage.sealed import Sealer
@@ -61,7 +61,7 @@ def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conver
             state = msgspec.structs.replace(payload)
             continue
         if state is None:
-            if not isinstance(payload, SessionStarted):
+            if not isinstance(payload, ConversationStarted):
                 raise StorageError(
                     f"stream {envelope.originator_id} does not begin with session_started")
             state = Conversation(key=payload.key)
