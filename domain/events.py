@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 import msgspec
 
@@ -29,7 +29,7 @@ from convlog.domain.content import Content, ToolCall, Usage
 from convlog.domain.renamed import renamed
 
 ReasonClass = Literal["unsupported", "not_found", "transient", "timeout", "error"]
-REASON_CLASSES: tuple[str, ...] = ("unsupported", "not_found", "transient", "timeout", "error")
+REASON_CLASSES: tuple[str, ...] = get_args(ReasonClass)
 
 
 class Event(
@@ -226,22 +226,8 @@ AnyEvent = (
     | MessageRetracted
 )
 
-EVENT_TYPES: tuple[type[Event], ...] = (
-    ConversationStarted,
-    MessageAppended,
-    NativeSessionBound,
-    ResumeAttempted,
-    ResumeSucceeded,
-    ResumeFailed,
-    HistoryInjected,
-    SummaryRecorded,
-    MemoryInjected,
-    ConversationArchived,
-    ConversationReactivated,
-    ConversationCleared,
-    UserForgotten,
-    MessageRetracted,
-)
+EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
+"""Every event type, in `AnyEvent`'s order: a new event is added there only."""
 
 
 RENAMED = {"SessionStarted": "ConversationStarted", "SessionArchived": "ConversationArchived",

@@ -7,7 +7,7 @@ and executed as ONE transaction, so HTTP writes obey exactly the rules of the li
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -43,8 +43,6 @@ from convlog.projections.formats import FORMATS
 from convlog.projections.replay_views import VIEWS, parse_point
 from convlog.projections.transcript import TranscriptLine
 from convlog.services.jsonlines import MessageLine, SessionStartedLine, to_command, to_message
-
-MAX_VERSION = 2**63 - 1
 
 
 async def start(call: Call) -> convlog.ConversationInfo:
@@ -120,22 +118,9 @@ async def transcript(call: Call) -> list[TranscriptLine]:
     return await call.run(call.log.transcript, await call.readable())
 
 
-def _until(text: str | None) -> int | datetime | None:
-    if text is None:
-        return None
-    if text.isascii() and text.isdigit():
-        return min(int(text), MAX_VERSION)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidInput(f"neither a version number nor an ISO time: {text!r}",
-                           field="until") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 async def timeline(call: Call) -> list[TimelineOut]:
     key = await call.readable()
-    until = _until(call.q_str("until"))
+    until = parse_point(call.q_str("until"), "until")
     rows = await call.run(call.log.timeline, key, until=until)
     return [TimelineOut(version=r.version, at=r.at, type=r.type, details=r.details,
                         event=r.event) for r in rows]  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
@@ -27,6 +27,7 @@ from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.http.auth import Auth, Principal
 from convlog.http.idempotency import IdempotencyCache
 from convlog.http.problems import ProblemError
+from convlog.projections.view_model import parse_time
 
 T = TypeVar("T")
 INLINE_MAX = 64 * 1024
@@ -134,14 +135,7 @@ class Call:
 
     def q_time(self, name: str) -> datetime | None:
         value = self._one(name)
-        if value is None:
-            return None
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise InvalidInput(f"expected an ISO date or time, got {value!r}",
-                               field=name) from None
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return None if value is None else parse_time(value, name)
 
     # -------------------------------------------------------- who may see it
 

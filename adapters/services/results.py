@@ -3,13 +3,13 @@ store), so a host can keep them, print them or send them as JSON."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from convlog.domain.conversation import Conversation
 from convlog.domain.renamed import renamed
+from convlog.projections.catalog import ConversationFacts
 
 
 class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -22,17 +22,9 @@ class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
     events: int = 0
 
 
-class ConversationInfo(msgspec.Struct, frozen=True, kw_only=True):
-    key: str
-    user: str | None
-    agent: str | None
-    channel: str | None
-    title: str | None
-    workspace: str | None
-    status: str
-    created_at: datetime | None
-    last_active_at: datetime | None
-    message_count: int
+class ConversationInfo(ConversationFacts, frozen=True, kw_only=True):
+    """A conversation's state, as `log.info(key)` reads it from the log."""
+
     version: int
     native_session_id: str | None
     forgotten: bool = False
