@@ -30,8 +30,9 @@ from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo
-from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume_async
+from convlog.services.resume import ResumeOutcome, ResumeRun, Tier
 from convlog.services.resumption import ResumptionContext
+from convlog.services.tiers import resume_async
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
 

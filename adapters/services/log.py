@@ -65,9 +65,10 @@ from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo, conversation_info
-from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
+from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection
 from convlog.services.resumption import ResumptionContext
 from convlog.services.resumption import build as build_resumption
+from convlog.services.tiers import resume
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError

@@ -18,14 +18,14 @@ from the exception (TimeoutError -> timeout, NotImplementedError -> unsupported,
 LookupError/FileNotFoundError -> not_found, ConnectionError -> transient; JSON-RPC
 codes -32601 -> unsupported, -32002 -> not_found), and otherwise ``error``. A tier
 never crashes the host: every failure becomes a recorded outcome.
+
+This module holds the tiers' types and the bookkeeping of one resume (`ResumeRun`);
+convlog.services.tiers runs them, blocking or as coroutines, with one plan.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import inspect
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -239,133 +239,3 @@ class ResumeRun:
                              native_session_id=native, fresh=bool(tier and tier.is_fresh),
                              attempts=list(self.attempts), injection=injection,
                              already_injected=already)
-
-
-def check_tiers(tiers: Sequence[Tier], *, sync: bool) -> None:
-    """Everything that can be checked before a tier runs is checked here."""
-    if not tiers:
-        raise InvalidInput("give at least one tier", field="tiers")
-    for i, tier in enumerate(tiers):
-        if not isinstance(tier, Tier):
-            raise InvalidInput(f"expected a convlog.Tier, got {type(tier).__name__}",
-                               field=f"tiers[{i}]")
-        if sync and tier.is_async:
-            raise InvalidInput("async tiers need the async API (convlog.open_async)",
-                               field=f"tier {tier.strategy!r}.run")
-
-
-_AWAITABLE_ON_SYNC = TierFailed(
-    "error", "the tier returned an awaitable: async tiers need convlog.open_async()")
-
-
-def _call_with_timeout(tier: Tier, call: TierCall) -> Any:
-    if tier.timeout is None:
-        return tier.run(call)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1,
-                                                 thread_name_prefix="convlog-tier")
-    try:
-        return pool.submit(tier.run, call).result(timeout=tier.timeout)
-    except concurrent.futures.TimeoutError:
-        raise TimeoutError(f"tier {tier.strategy!r} did not answer within "
-                           f"{tier.timeout:g}s") from None
-    finally:
-        pool.shutdown(wait=False)  # a hung tier keeps its thread; the host goes on
-
-
-def resume(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
-           summarizer_name: str | None = None) -> ResumeOutcome:
-    check_tiers(tiers, sync=True)
-    for tier in tiers:
-        call = run.start(tier)
-        if call is None:
-            continue
-        started = time.perf_counter()
-        try:
-            result = _call_with_timeout(tier, call)
-        except Exception as exc:
-            run.failed(tier, exc, (time.perf_counter() - started) * 1000)
-            continue
-        latency = (time.perf_counter() - started) * 1000
-        if inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()  # never awaited: say so instead of a runtime warning
-            run.failed(tier, _AWAITABLE_ON_SYNC, latency)
-            continue
-        if result is False:
-            run.failed(tier, TierFailed("error", "the tier reported failure"), latency)
-            continue
-        native = run.succeeded(tier, result, latency)
-        if not tier.is_fresh:
-            return run.outcome(tier, native)
-        if not run.needs_injection(native):
-            return run.outcome(tier, native, already=True)
-        try:
-            context = run.builder.build(run.key, run.budget, run.format, run.exclude,
-                                        summarizer, summarizer_name)
-        except Exception:  # the host's summarizer failed: inject without a new summary
-            context = run.builder.build(run.key, run.budget, run.format, run.exclude,
-                                        None, None)
-        if context.message_count == 0 and not context.summarized:
-            return run.outcome(tier, native)  # nothing to remember: nothing injected
-        if not run.injected(native, context):  # another process won the race
-            return run.outcome(tier, native, already=True)
-        return run.outcome(tier, native, context)
-    return run.outcome(None, run.bound)
-
-
-async def resume_async(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
-                       summarizer_name: str | None = None) -> ResumeOutcome:
-    import asyncio  # here, not at import time: a synchronous host never pays for it
-
-    check_tiers(tiers, sync=False)
-    for tier in tiers:
-        call = await asyncio.to_thread(run.start, tier)
-        if call is None:
-            continue
-        started = time.perf_counter()
-        try:
-            result = await asyncio.wait_for(_run_async(tier, call), tier.timeout)
-        except TimeoutError:
-            await asyncio.to_thread(run.failed, tier, TimeoutError(
-                f"tier {tier.strategy!r} did not answer within {tier.timeout:g}s"),
-                (time.perf_counter() - started) * 1000)
-            continue
-        except Exception as exc:
-            await asyncio.to_thread(run.failed, tier, exc,
-                                    (time.perf_counter() - started) * 1000)
-            continue
-        latency = (time.perf_counter() - started) * 1000
-        if result is False:
-            await asyncio.to_thread(run.failed, tier,
-                                    TierFailed("error", "the tier reported failure"), latency)
-            continue
-        native = await asyncio.to_thread(run.succeeded, tier, result, latency)
-        if not tier.is_fresh:
-            return run.outcome(tier, native)
-        if not await asyncio.to_thread(run.needs_injection, native):
-            return run.outcome(tier, native, already=True)
-        try:
-            context = await run.builder.build_async(run.key, run.budget, run.format,
-                                                    run.exclude, summarizer, summarizer_name)
-        except Exception:  # the host's summarizer failed: inject without a new summary
-            context = await run.builder.build_async(run.key, run.budget, run.format,
-                                                    run.exclude, None, None)
-        if context.message_count == 0 and not context.summarized:
-            return run.outcome(tier, native)
-        if not await asyncio.to_thread(run.injected, native, context):
-            return run.outcome(tier, native, already=True)
-        return run.outcome(tier, native, context)
-    return run.outcome(None, run.bound)
-
-
-async def _run_async(tier: Tier, call: TierCall) -> Any:
-    """Await a coroutine tier on the loop; run a plain one in a worker thread, and await
-    what it returns if that is awaitable (``lambda c: client.resume(c)``)."""
-    import asyncio
-
-    if tier.is_async:
-        return await tier.run(call)
-    result = await asyncio.to_thread(tier.run, call)
-    if inspect.isawaitable(result):
-        return await result
-    return result
