@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -150,13 +150,6 @@ def evolve(state: Conversation, event: Event) -> None:
     elif isinstance(event, UserForgotten):
         state.forgotten = True
         state.title = state.workspace = None
-
-
-def fold(key: str, events: Iterable[Event]) -> Conversation:
-    state = Conversation(key=key)
-    for event in events:
-        evolve(state, event)
-    return state
 
 
 # ---------------------------------------------------------------------- commands
@@ -299,27 +292,18 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     return events
 
 
-def decide_all(
-    state: Conversation,
-    commands: Sequence[Command],
-    now: datetime,
-    origins: Sequence[str] | None = None,
-) -> list[Event]:
-    """Decide a batch of commands against a scratch copy of the state, so each command
-    sees the effect of the ones before it. The first invalid command raises, located
-    at its origin (``stdin:3``) when `origins` says where each command came from, else
-    at its index; nothing of the batch is then recorded."""
-    return decide_and_evolve(state, commands, now, origins)[0]
-
-
 def decide_and_evolve(
     state: Conversation,
     commands: Sequence[Command],
     now: datetime,
     origins: Sequence[str] | None = None,
 ) -> tuple[list[Event], Conversation]:
-    """`decide_all`, and the state after its events (a new object; `state` is not
-    changed), so a writer need not fold the events a second time."""
+    """Decide a batch of commands against a scratch copy of the state, so each command
+    sees the effect of the ones before it: the events, and the state after them (a new
+    object; `state` is not changed), so a writer need not fold the events again.
+    The first invalid command raises, located at its origin (``stdin:3``) when
+    `origins` says where each command came from, else at its index; nothing of the
+    batch is then recorded."""
     scratch = msgspec.structs.replace(state)
     out: list[Event] = []
     batch_ids: set[str] = set()
