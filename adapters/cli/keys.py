@@ -8,7 +8,6 @@ one of a rotation from ``CONVLOG_NEW_KEY`` or ``CONVLOG_NEW_KEY_FILE``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 from convlog.cli.render import print_json
 from convlog.crypto.errors import MissingKey, NotEncrypted
@@ -26,12 +25,11 @@ from convlog.services.log import ConversationLog
 KEY_ACTIONS = ("generate", "status", "enable", "rotate")
 
 
-def add_parsers(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = command("keys", "encryption at rest: generate a key, show status, encrypt a store "
-                        "(enable), rotate the master key")
+def keys_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=KEY_ACTIONS)
-    p = command("forget", "erase a user: destroy their data key (crypto-shredding); "
-                          "counts and costs stay")
+
+
+def forget_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user", required=True, help="the user to forget")
     p.add_argument("--requested-by", metavar="WHO", help="recorded in user_forgotten")
 
