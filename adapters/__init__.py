@@ -29,6 +29,7 @@ of `convlog serve` (`Client`, `AsyncClient`: they need `convlog[http]`) and
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from convlog.accounting.prices import ModelPrice
@@ -60,7 +61,9 @@ from convlog.domain.errors import (
 )
 from convlog.domain.memory import MemoryCooling
 from convlog.domain.messages import Message
+from convlog.domain.renamed import renamed
 from convlog.projections.context import Budget
+from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView, ViewEntry
 from convlog.projections.view_diff import MissingMessage, ViewDiff
 from convlog.services.builders import assistant, tool, user
@@ -70,9 +73,10 @@ from convlog.services.import_run import ImportProgress, ImportSummary
 from convlog.services.importing import ImportedConversation, Importer, ImportFailed, ImportFailure
 from convlog.services.log import ConversationLog
 from convlog.services.memory import MemoryBlock
+from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
-from convlog.services.results import AppendResult, SessionInfo
+from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.services.resumption import ConversationPart, ResumptionContext
 from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
@@ -85,10 +89,18 @@ if TYPE_CHECKING:
     from convlog.services.aio import AsyncConversationHandle, AsyncConversationLog
 
     __version__: str
+    SessionInfo = ConversationInfo  # deprecated
+
+RENAMED = {"SessionInfo": "ConversationInfo"}
+"""Old public names, served with a DeprecationWarning (convlog.domain.renamed)."""
+_renamed = renamed("convlog", RENAMED, globals())
 
 
 def __getattr__(name: str) -> Any:
-    """The lazily loaded names (PEP 562); each is loaded once, then a plain global."""
+    """The lazily loaded names (PEP 562); each is loaded once, then a plain global.
+    Old names (RENAMED) are served on every use, each time with its warning."""
+    if name in RENAMED:
+        return _renamed(name)
     if name in ("AsyncConversationLog", "AsyncConversationHandle"):
         from convlog.services import aio
 
@@ -119,33 +131,28 @@ def open(
     *,
     create: bool = True,
     prices: dict[str, ModelPrice] | None = None,
-    views: str | None = None,
+    views: str | Path | None = None,
     preload_tokenizer: bool = True,
-    max_injected_blocks_in_history: int = 3,
-    context_window_depth: int = 10,
+    max_injected_blocks_in_history: int = DEFAULT_CAP,
+    context_window_depth: int = DEFAULT_DEPTH,
     redact: Redactor | None = None,
 ) -> ConversationLog:
-    """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``;
-    default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``. With ``create=False`` a
-    missing SQLite file is an error instead of a new database. `prices`: your own USD
-    per million tokens for some models (they win over the bundled table). `views`: the
-    DuckDB file of read models (default: next to the database, ``convlog.duckdb``).
-    `preload_tokenizer`: a writable log loads the token counter in a background thread
-    (~0.3 s, ~45 MiB) so that the first append does not wait for it; a host that gives
-    every message's `tokens` itself and builds no context can pass False, and then
-    never loads it. `max_injected_blocks_in_history`: memory blocks live in every
-    context (default 3; 0: a block lives for its own turn only). `context_window_depth`:
-    turns before a memory id may be injected again (default 10; 0: no cooldown).
-    `redact`: a ``str -> str`` function applied to message text, tool arguments and
-    tool results before anything is stored (`convlog.redact_secrets` is the built-in
-    scrubber); off by default.
+    """Open a conversation log. `url`: ``sqlite:///path``, a file path, ``memory://``,
+    ``postgresql://...``; default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``.
+    The options are `LogOptions`' fields (each documented there): `create=False`
+    makes a missing SQLite file an error; `prices` your own USD per million tokens;
+    `views` the DuckDB file of read models; `preload_tokenizer=False` never loads
+    the token counter; `max_injected_blocks_in_history` (default 3) and
+    `context_window_depth` (default 10) are the memory-block rule; `redact` a
+    ``str -> str`` function applied to every text before it is stored
+    (`convlog.redact_secrets` is the built-in scrubber).
 
     Encryption at rest: with ``CONVLOG_KEY`` or ``CONVLOG_KEY_FILE`` set, a new store
     is encrypted; an encrypted store needs its key (see the README)."""
-    return ConversationLog(url, create=create, prices=prices, views=views,
-                           preload_tokenizer=preload_tokenizer,
-                           max_injected_blocks_in_history=max_injected_blocks_in_history,
-                           context_window_depth=context_window_depth, redact=redact)
+    return ConversationLog.with_options(url, LogOptions(
+        create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
+        max_injected_blocks_in_history=max_injected_blocks_in_history,
+        context_window_depth=context_window_depth, redact=redact))
 
 
 async def open_async(
@@ -153,20 +160,20 @@ async def open_async(
     *,
     create: bool = True,
     prices: dict[str, ModelPrice] | None = None,
-    views: str | None = None,
+    views: str | Path | None = None,
     preload_tokenizer: bool = True,
-    max_injected_blocks_in_history: int = 3,
-    context_window_depth: int = 10,
+    max_injected_blocks_in_history: int = DEFAULT_CAP,
+    context_window_depth: int = DEFAULT_DEPTH,
     redact: Redactor | None = None,
 ) -> AsyncConversationLog:
     """`open()` for asyncio hosts (same arguments): every method is a coroutine run off
     the event loop."""
     from convlog.services.aio import AsyncConversationLog
 
-    return await AsyncConversationLog.open(
-        url, create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
+    return await AsyncConversationLog.with_options(url, LogOptions(
+        create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
         max_injected_blocks_in_history=max_injected_blocks_in_history,
-        context_window_depth=context_window_depth, redact=redact)
+        context_window_depth=context_window_depth, redact=redact))
 
 
 __all__ = [
@@ -183,6 +190,7 @@ __all__ = [
     "Context",
     "ConversationForgotten",
     "ConversationHandle",
+    "ConversationInfo",
     "ConversationLog",
     "ConversationPart",
     "ConversationView",
@@ -199,6 +207,7 @@ __all__ = [
     "ImportedConversation",
     "Importer",
     "InvalidInput",
+    "LogOptions",
     "MemoryBlock",
     "MemoryCooling",
     "Message",
@@ -209,7 +218,6 @@ __all__ = [
     "Redactor",
     "ResumeOutcome",
     "ResumptionContext",
-    "SessionInfo",
     "StorageError",
     "SystemMessageRejected",
     "TelemetryRow",

@@ -109,7 +109,7 @@ from convlog.domain.conversation import (
     BindNativeSession,
     Command,
     RecordFact,
-    StartSession,
+    StartConversation,
 )
 from convlog.domain.events import (
     HistoryInjected,
@@ -342,7 +342,7 @@ def catalog_conversation(content: Content, c: int, users: int) -> list[Command]:
     rng = content.rng
     agent, client = rng.choice(AGENTS), rng.choice(CLIENTS)
     tr = Tracker()
-    tr.add(StartSession(user=f"u{c % users}", agent=agent, channel=rng.choice(CHANNELS),
+    tr.add(StartConversation(user=f"u{c % users}", agent=agent, channel=rng.choice(CHANNELS),
                         title=f"conversation {c}", metadata={"client": client}))
     messages = 0
     for t in range(rng.choice((1, 1, 2, 2, 3))):
@@ -366,7 +366,7 @@ def telemetry_conversation(content: Content, c: int, users: int, attempts: int
     rng = content.rng
     agent = AGENTS[c % len(AGENTS)]
     tr = Tracker()
-    tr.add(StartSession(user=f"u{c % users}", agent=agent, channel=rng.choice(CHANNELS),
+    tr.add(StartConversation(user=f"u{c % users}", agent=agent, channel=rng.choice(CHANNELS),
                         metadata={"client": rng.choice(CLIENTS)}))
     batch = turn(content, c, 0, agent)
     tr.add(AppendMessages(messages=batch), len(batch))

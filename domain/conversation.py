@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from convlog.domain.content import check_unicode
 from convlog.domain.errors import ConversationForgotten, InvalidInput, UnknownConversation
 from convlog.domain.events import (
+    ConversationArchived,
     ConversationCleared,
+    ConversationReactivated,
+    ConversationStarted,
     Event,
     HistoryInjected,
     MemoryInjected,
@@ -32,14 +35,12 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
-    SessionArchived,
-    SessionReactivated,
-    SessionStarted,
     SummaryRecorded,
     UserForgotten,
 )
 from convlog.domain.memory import InjectMemory, decide_memory, remember
 from convlog.domain.messages import Message
+from convlog.domain.renamed import renamed
 
 # WARNING: changing this namespace re-keys every stored conversation.
 KEY_NAMESPACE = uuid.UUID("6f1d3a52-2b8e-5c47-9a0e-3c6b1f0e7d21")
@@ -116,7 +117,7 @@ def evolve(state: Conversation, event: Event) -> None:
     advance the version, so a newer writer's event types never break an older reader."""
     state.version += 1
     state.last_active_at = event.at
-    if isinstance(event, SessionStarted):
+    if isinstance(event, ConversationStarted):
         state.started = True
         state.created_at = event.at
         state.user, state.agent, state.channel = event.user, event.agent, event.channel
@@ -134,9 +135,9 @@ def evolve(state: Conversation, event: Event) -> None:
         state.injected_native_session_ids = [
             *state.injected_native_session_ids[-9:], event.native_session_id
         ]
-    elif isinstance(event, SessionArchived):
+    elif isinstance(event, ConversationArchived):
         state.status = "archived"
-    elif isinstance(event, SessionReactivated):
+    elif isinstance(event, ConversationReactivated):
         state.status = "active"
     elif isinstance(event, ConversationCleared):
         state.epoch += 1
@@ -151,17 +152,10 @@ def evolve(state: Conversation, event: Event) -> None:
         state.title = state.workspace = None
 
 
-def fold(key: str, events: Iterable[Event]) -> Conversation:
-    state = Conversation(key=key)
-    for event in events:
-        evolve(state, event)
-    return state
-
-
 # ---------------------------------------------------------------------- commands
 
 
-class StartSession(msgspec.Struct, frozen=True, kw_only=True):
+class StartConversation(msgspec.Struct, frozen=True, kw_only=True):
     channel: str | None = None
     user: str | None = None
     agent: str | None = None
@@ -226,9 +220,13 @@ class Forget(msgspec.Struct, frozen=True, kw_only=True):
     requested_by: str | None = None
 
 
+__getattr__ = renamed(__name__, {"StartSession": "StartConversation"}, globals())
+if TYPE_CHECKING:
+    StartSession = StartConversation  # deprecated: a conversation starts, not a session
+
 Command = (
-    StartSession | AppendMessages | BindNativeSession | Archive | Reactivate | Clear | RecordFact
-    | RequireUser | InjectMemory | Forget | Retract
+    StartConversation | AppendMessages | BindNativeSession | Archive | Reactivate | Clear
+    | RecordFact | RequireUser | InjectMemory | Forget | Retract
 )
 
 
@@ -249,7 +247,7 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         if not state.started or state.user != command.user:
             raise UnknownConversation(state.key)
         return []
-    if isinstance(command, StartSession):
+    if isinstance(command, StartConversation):
         return [] if state.started else [_start(state.key, command, now)]
     if isinstance(command, Forget):
         if not state.started or state.user != command.user:
@@ -261,13 +259,13 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     if not state.started:
         if isinstance(command, Archive | Reactivate | Clear | Retract):
             raise UnknownConversation(state.key)
-        events.append(_start(state.key, StartSession(), now))
+        events.append(_start(state.key, StartConversation(), now))
     if isinstance(command, AppendMessages):
         messages = _new_messages(command)
         if not messages:
             return []
         if state.status == "archived":
-            events.append(SessionReactivated(at=now))
+            events.append(ConversationReactivated(at=now))
         events.extend(_appended(m, now) for m in messages)
     elif isinstance(command, BindNativeSession):
         _require_text(command.native_session_id, "native_session_id")
@@ -276,10 +274,10 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
                 at=now, native_session_id=command.native_session_id, agent=command.agent))
     elif isinstance(command, Archive):
         if state.status != "archived":
-            events.append(SessionArchived(at=now, reason=command.reason))
+            events.append(ConversationArchived(at=now, reason=command.reason))
     elif isinstance(command, Reactivate):
         if state.status == "archived":
-            events.append(SessionReactivated(at=now))
+            events.append(ConversationReactivated(at=now))
     elif isinstance(command, Clear):
         events.append(ConversationCleared(at=now, reason=command.reason))
     elif isinstance(command, Retract):
@@ -294,27 +292,18 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     return events
 
 
-def decide_all(
-    state: Conversation,
-    commands: Sequence[Command],
-    now: datetime,
-    origins: Sequence[str] | None = None,
-) -> list[Event]:
-    """Decide a batch of commands against a scratch copy of the state, so each command
-    sees the effect of the ones before it. The first invalid command raises, located
-    at its origin (``stdin:3``) when `origins` says where each command came from, else
-    at its index; nothing of the batch is then recorded."""
-    return decide_and_evolve(state, commands, now, origins)[0]
-
-
 def decide_and_evolve(
     state: Conversation,
     commands: Sequence[Command],
     now: datetime,
     origins: Sequence[str] | None = None,
 ) -> tuple[list[Event], Conversation]:
-    """`decide_all`, and the state after its events (a new object; `state` is not
-    changed), so a writer need not fold the events a second time."""
+    """Decide a batch of commands against a scratch copy of the state, so each command
+    sees the effect of the ones before it: the events, and the state after them (a new
+    object; `state` is not changed), so a writer need not fold the events again.
+    The first invalid command raises, located at its origin (``stdin:3``) when
+    `origins` says where each command came from, else at its index; nothing of the
+    batch is then recorded."""
     scratch = msgspec.structs.replace(state)
     out: list[Event] = []
     batch_ids: set[str] = set()
@@ -343,8 +332,8 @@ def _check_unique_in_batch(command: AppendMessages, seen: set[str]) -> None:
     seen.update(m.id for m in command.messages if isinstance(m, Message))
 
 
-def _start(key: str, c: StartSession, now: datetime) -> SessionStarted:
-    return SessionStarted(
+def _start(key: str, c: StartConversation, now: datetime) -> ConversationStarted:
+    return ConversationStarted(
         at=now, key=check_key(key), channel=c.channel, user=c.user, agent=c.agent,
         title=c.title, workspace=c.workspace, metadata=dict(c.metadata),
     )

@@ -21,14 +21,15 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 import msgspec
 
 from convlog.domain.content import Content, ToolCall, Usage
+from convlog.domain.renamed import renamed
 
 ReasonClass = Literal["unsupported", "not_found", "transient", "timeout", "error"]
-REASON_CLASSES: tuple[str, ...] = ("unsupported", "not_found", "transient", "timeout", "error")
+REASON_CLASSES: tuple[str, ...] = get_args(ReasonClass)
 
 
 class Event(
@@ -47,7 +48,7 @@ class Event(
         return tag
 
 
-class SessionStarted(Event, tag="session_started", frozen=True):
+class ConversationStarted(Event, tag="session_started", frozen=True):
     """A conversation began under a key the host chose (``discord:thread:42``)."""
 
     key: str
@@ -185,11 +186,11 @@ class MemoryInjected(Event, tag="memory_injected", frozen=True):
     native_session_id: str | None = None
 
 
-class SessionArchived(Event, tag="session_archived", frozen=True):
+class ConversationArchived(Event, tag="session_archived", frozen=True):
     reason: str | None = None
 
 
-class SessionReactivated(Event, tag="session_reactivated", frozen=True):
+class ConversationReactivated(Event, tag="session_reactivated", frozen=True):
     pass
 
 
@@ -209,7 +210,7 @@ class UserForgotten(Event, tag="user_forgotten", frozen=True):
 
 
 AnyEvent = (
-    SessionStarted
+    ConversationStarted
     | MessageAppended
     | NativeSessionBound
     | ResumeAttempted
@@ -218,29 +219,26 @@ AnyEvent = (
     | HistoryInjected
     | SummaryRecorded
     | MemoryInjected
-    | SessionArchived
-    | SessionReactivated
+    | ConversationArchived
+    | ConversationReactivated
     | ConversationCleared
     | UserForgotten
     | MessageRetracted
 )
 
-EVENT_TYPES: tuple[type[Event], ...] = (
-    SessionStarted,
-    MessageAppended,
-    NativeSessionBound,
-    ResumeAttempted,
-    ResumeSucceeded,
-    ResumeFailed,
-    HistoryInjected,
-    SummaryRecorded,
-    MemoryInjected,
-    SessionArchived,
-    SessionReactivated,
-    ConversationCleared,
-    UserForgotten,
-    MessageRetracted,
-)
+EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
+"""Every event type, in `AnyEvent`'s order: a new event is added there only."""
+
+
+RENAMED = {"SessionStarted": "ConversationStarted", "SessionArchived": "ConversationArchived",
+           "SessionReactivated": "ConversationReactivated"}
+"""Old class names (a "session" here was the conversation, unlike the agent's native
+session of NativeSessionBound): deprecated aliases; the stored tags never changed."""
+__getattr__ = renamed(__name__, RENAMED, globals())
+if TYPE_CHECKING:
+    SessionStarted = ConversationStarted
+    SessionArchived = ConversationArchived
+    SessionReactivated = ConversationReactivated
 
 
 class Recorded(msgspec.Struct, frozen=True):

@@ -105,7 +105,7 @@ class AgentWalk:
         if name is not None:
             self.by_name[name] = self.segment
 
-    def _return_to(self, segment: int, version: int, why: str) -> None:
+    def _return_to(self, segment: int, why: str) -> None:
         if segment != self.segment:
             self.left[self.segment] = why
             self.left.pop(segment, None)
@@ -195,7 +195,7 @@ class AgentWalk:
         self.failures = []
         name = e.native_session_id
         if name is not None and name in self.by_name:
-            self._return_to(self.by_name[name], r.version,
+            self._return_to(self.by_name[name],
                             f"the agent went back to session {name} at #{r.version}")
         elif name is not None:
             self._name_current(name)
@@ -208,7 +208,7 @@ class AgentWalk:
         if name == self.names[self.segment]:
             return
         if name in self.by_name:
-            self._return_to(self.by_name[name], r.version,
+            self._return_to(self.by_name[name],
                             f"the agent went back to session {name} at #{r.version}")
             self._marker(r, f"agent session {name} bound again: it keeps what it "
                             "received before")

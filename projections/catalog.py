@@ -13,7 +13,28 @@ columns are computed from the `messages` table when it is queried.
 
 from __future__ import annotations
 
+from datetime import datetime
+
+import msgspec
+
 from convlog.projections.views import Column, Table, View
+
+
+class ConversationFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What every account of one conversation starts with: its key, who and where,
+    its status and its dates. The base of `ConversationInfo` (read from the log) and
+    `CatalogRow` (read from this view), which add their own fields after these."""
+
+    key: str
+    user: str | None
+    agent: str | None
+    channel: str | None
+    title: str | None
+    workspace: str | None
+    status: str
+    created_at: datetime | None
+    last_active_at: datetime | None
+    message_count: int
 
 _STARTED = "FILTER (WHERE topic = 'session_started')"
 

@@ -12,7 +12,9 @@ from datetime import datetime
 import msgspec
 
 from convlog.domain.events import (
+    ConversationArchived,
     ConversationCleared,
+    ConversationStarted,
     Event,
     HistoryInjected,
     MemoryInjected,
@@ -23,8 +25,6 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
-    SessionArchived,
-    SessionStarted,
     SummaryRecorded,
     UserForgotten,
 )
@@ -46,7 +46,7 @@ def _pairs(**fields: object) -> str:
 
 def describe(event: Event) -> str:
     """One line saying what happened, with the details a debugger looks for first."""
-    if isinstance(event, SessionStarted):
+    if isinstance(event, ConversationStarted):
         return _pairs(key=event.key, user=event.user, agent=event.agent,
                       channel=event.channel, title=event.title, workspace=event.workspace)
     if isinstance(event, MessageAppended):
@@ -79,7 +79,7 @@ def describe(event: Event) -> str:
         return _pairs(block=event.block_id, memories=",".join(event.memory_ids),
                       turn=event.turn, native_session_id=event.native_session_id) + (
             f" | {shorten(event.text)}")
-    if isinstance(event, SessionArchived | ConversationCleared):
+    if isinstance(event, ConversationArchived | ConversationCleared):
         return _pairs(reason=event.reason)
     if isinstance(event, UserForgotten):
         return _pairs(user=event.user, requested_by=event.requested_by) + (

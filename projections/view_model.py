@@ -1,6 +1,7 @@
 """The shape of the two views (`ViewEntry`, `ConversationView`) and the point of the
 log they are taken at (`parse_point`, `cut`): shared by the user's view, the agent's
-view and their diff."""
+view and their diff. `parse_point` and `parse_time` are THE parsers of "a version
+or a time" and "a time" for every surface (library, CLI, HTTP)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,20 @@ class ConversationView(msgspec.Struct, frozen=True, kw_only=True):
     clear); 0 for the conversation's first session."""
 
 
+def utc(moment: datetime) -> datetime:
+    """A time without a timezone is taken as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_time(text: str, field: str) -> datetime:
+    """An ISO date (``2026-01-31``) or time; without an offset, UTC. Anything else is
+    an InvalidInput naming `field` and the value."""
+    try:
+        return utc(datetime.fromisoformat(text))
+    except ValueError:
+        raise InvalidInput(f"expected an ISO date or time, got {text!r}", field=field) from None
+
+
 def parse_point(value: object, field: str = "at") -> Point | None:
     """A point of the log: a version (int, or digits) or a time (datetime or ISO text).
 
@@ -71,17 +86,16 @@ def parse_point(value: object, field: str = "at") -> Point | None:
             raise InvalidInput(f"a version cannot be negative: {value}", field=field)
         return min(value, MAX_VERSION)
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
+        return utc(value)
     if isinstance(value, str):
         text = value.strip()
         if text.isascii() and text.isdigit():
             return min(int(text), MAX_VERSION)
         try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
+            return parse_time(text, field)
+        except InvalidInput:
             raise InvalidInput(f"{value!r} is neither a version number nor an ISO time",
                                field=field) from None
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     raise InvalidInput(f"expected a version number or a time, got {type(value).__name__}",
                        field=field)
 

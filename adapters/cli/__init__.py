@@ -1,8 +1,10 @@
 """The `convlog` command line, an entry point over the application services.
 
-Lives here: the parser and `main` (`main`, the console script), one function per
-command (`commands`), terminal and JSON output (`render`), and the scripted demo
-(`demo`, run by `make demo`).
+Lives here: every command declared once (`registry`: name, help, arguments, checks,
+what runs it), the parser and `main` built from it (`main`, the console script), the
+arguments (`arguments`), one function per command (`commands`, or a module of its
+own), terminal and JSON output (`render`), and the scripted demo (`demo`, run by
+`make demo`).
 
 May import: anything of ours. Nothing imports `cli/`, and only `cli/` imports the demo.
 """

@@ -1,21 +1,17 @@
 """`convlog acp [options] -- AGENT_COMMAND [ARGS...]`: the ACP recording proxy.
 
-The parser entry lives here too (`add_parser`), so the shared parser gains one line.
+Its arguments are declared here too (`add_arguments`); convlog.cli.registry names it.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 import convlog
 from convlog.domain.errors import ConvlogError, InvalidInput
 
 
-def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    """Declare `convlog acp` with the shared parser's `command(name, help)`."""
-    p = command("acp", "a stdio ACP proxy in front of an agent: records every "
-                       "conversation, and resumes sessions the agent forgot")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokens", type=int, default=10_000, metavar="N",
                    help="token budget of the history injected into a new agent session "
                         "(default 10000)")

@@ -1,7 +1,9 @@
 """What each `convlog` command does: one function per command, (log, args) -> None.
 
 The parser and the process-level concerns (exit codes, one-line errors) live in
-convlog.cli.main; these functions only talk to a ConversationLog and print.
+convlog.cli.main, built from the table of convlog.cli.registry; these functions only
+talk to a ConversationLog and print. Commands with a module of their own (import,
+watch, acp, serve, keys, html, the otel export) keep their function there.
 """
 
 from __future__ import annotations
@@ -17,15 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from convlog.cli.acp import cmd_acp
-from convlog.cli.importing import cmd_import
-from convlog.cli.keys import cmd_forget
 from convlog.cli.otel import cmd_export_otel
-from convlog.cli.pages import cmd_html, cmd_report
 from convlog.cli.render import print_json, print_table, wrap_text
-from convlog.cli.serve import cmd_serve
-from convlog.cli.views import cmd_diff, cmd_replay_view
-from convlog.cli.watch import cmd_watch
+from convlog.cli.views import cmd_replay_view
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.services.jsonlines import parse_lines
@@ -254,7 +250,8 @@ def _span_context(log: ConversationLog, args: argparse.Namespace, budget: Budget
               f"{span.tokens} tokens by {span.counter})", file=sys.stderr)
 
 
-def _state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], None]:
+def state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], None]:
+    """`convlog archive|reactivate|clear KEY`."""
     def run(log: ConversationLog, args: argparse.Namespace) -> None:
         log.get(args.key)  # unknown keys are an error, not a new conversation
         method = getattr(log, name)
@@ -270,30 +267,3 @@ def _state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], 
 
 def _when(moment: datetime | None) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if moment else "-"
-
-
-
-COMMANDS: dict[str, Callable[[ConversationLog, argparse.Namespace], None]] = {
-    "record": cmd_record,
-    "import": cmd_import,
-    "sessions": cmd_sessions,
-    "show": cmd_show,
-    "replay": cmd_replay,
-    "diff": cmd_diff,
-    "context": cmd_context,
-    "costs": cmd_costs,
-    "expire": cmd_expire,
-    "telemetry": cmd_telemetry,
-    "sql": cmd_sql,
-    "export": cmd_export,
-    "views": cmd_views,
-    "archive": _state_change("archive"),
-    "reactivate": _state_change("reactivate"),
-    "clear": _state_change("clear"),
-    "acp": cmd_acp,
-    "html": cmd_html,
-    "report": cmd_report,
-    "serve": cmd_serve,
-    "forget": cmd_forget,
-    "watch": cmd_watch,
-}

@@ -12,10 +12,13 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+from convlog.cli.arguments import UsageError
 from convlog.cli.render import print_json
 from convlog.domain.errors import ConvlogError
 from convlog.services.import_run import ImportProgress, ImportSummary
+from convlog.services.importing import available_formats
 from convlog.services.log import ConversationLog
 
 
@@ -28,6 +31,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-line-mb", type=_megabytes, default=64, metavar="MB",
                    help="a longer line is an error, found without reading it whole "
                         "(default 64)")
+
+
+def check(args: argparse.Namespace) -> None:
+    """Before a database is created for nothing: a known format, paths that exist."""
+    if args.format not in available_formats():
+        raise UsageError(f"unknown import format {args.format!r}; known formats: "
+                         + ", ".join(available_formats()))
+    for path in args.paths:
+        if not Path(path).expanduser().exists():
+            raise ConvlogError(f"{path}: no such file or directory")
 
 
 def _megabytes(text: str) -> int:

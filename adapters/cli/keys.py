@@ -8,7 +8,6 @@ one of a rotation from ``CONVLOG_NEW_KEY`` or ``CONVLOG_NEW_KEY_FILE``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 from convlog.cli.render import print_json
 from convlog.crypto.errors import MissingKey, NotEncrypted
@@ -26,12 +25,11 @@ from convlog.services.log import ConversationLog
 KEY_ACTIONS = ("generate", "status", "enable", "rotate")
 
 
-def add_parsers(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = command("keys", "encryption at rest: generate a key, show status, encrypt a store "
-                        "(enable), rotate the master key")
+def keys_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=KEY_ACTIONS)
-    p = command("forget", "erase a user: destroy their data key (crypto-shredding); "
-                          "counts and costs stay")
+
+
+def forget_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user", required=True, help="the user to forget")
     p.add_argument("--requested-by", metavar="WHO", help="recorded in user_forgotten")
 
@@ -46,7 +44,7 @@ def run_keys(db: str | None, args: argparse.Namespace) -> None:
         return
     with ConversationLog(db, create=False, preload_tokenizer=False) as log:
         if args.action == "status":
-            status = privacy.status(log)
+            status = privacy.status(log.writer)
             if args.json:
                 print_json(status)
             elif not status.encrypted:
@@ -60,7 +58,7 @@ def run_keys(db: str | None, args: argparse.Namespace) -> None:
         if new is None:
             raise MissingKey(f"rotation needs the new key in {ENV_NEW_KEY} or "
                              f"{ENV_NEW_KEY_FILE} (the current one in {ENV_KEY}/{ENV_KEY_FILE})")
-        count = privacy.rotate(log, new)
+        count = privacy.rotate(log.writer, new)
         if args.json:
             print_json({"rewrapped": count})
         else:
@@ -83,7 +81,7 @@ def _enable(db: str | None, args: argparse.Namespace) -> None:
             print(f"{key}: {events} event(s) encrypted", flush=True)
 
     with log:
-        total = privacy.enable(log, master, report)
+        total = log.enable_encryption(master, report)
     if args.json:
         print_json({"encrypted_events": total})
     else:

@@ -127,7 +127,7 @@ class AsyncRemoteConversation:
     async def clear(self, reason: str | None = None) -> StateChange:
         return await self.client.send(wire.change(self.path, "clear", reason))
 
-    async def info(self) -> convlog.SessionInfo:
+    async def info(self) -> convlog.ConversationInfo:
         return await self.client.send(wire.info(self.path))
 
     async def messages(self, *, last: int | None = None) -> list[MessageAppended]:

@@ -97,22 +97,26 @@ async def sql(call: Call) -> SqlOut:
 ENDPOINTS = [
     Endpoint("GET", "/v1/conversations", catalog,
              "The session catalog: resumable conversations, most recently active first",
+             operation_id="listConversations",
              answer=list[convlog.CatalogRow], tag="analytics", query=(
                  Param("user", {"type": "string"}, "only this user's conversations"),
                  Param("agent", {"type": "string"}, "only this agent's conversations"),
                  Param("include_archived", {"type": "boolean"}, "archived ones too"),
                  Param("limit", {"type": "integer", "minimum": 1}, "at most N rows"))),
     Endpoint("GET", "/v1/costs", costs, "Tokens and USD, grouped",
+             operation_id="getCosts",
              answer=list[convlog.CostRow], admin=True, tag="analytics", query=(
                  Param("by", {"type": "string", "enum": list(COST_GROUPS)}, "grouping"),
                  Param("since", {"type": "string", "format": "date-time"},
                        "only from this day or time on (UTC unless it has an offset)"))),
     Endpoint("GET", "/v1/telemetry", telemetry,
              "Resume success per tier, fallback rate and cost, memory lost",
+             operation_id="getTelemetry",
              answer=list[convlog.TelemetryRow], admin=True, tag="analytics", query=(
                  Param("by", {"type": "string", "enum": list(TELEMETRY_GROUPS)}, "grouping"),
                  Param("since", {"type": "string", "format": "date-time"},
                        "only from this day or time on"))),
     Endpoint("POST", "/v1/sql", sql, "One read-only SELECT over the analytics views",
+             operation_id="runSql",
              body=SqlIn, answer=SqlOut, admin=True, tag="analytics"),
 ]

@@ -32,7 +32,7 @@ from convlog.http.openapi import encoded
 from convlog.http.problems import handle, to_problem
 from convlog.http.schema import Health
 
-# New endpoints go last: an operationId carries the endpoint's index.
+# Each endpoint names its own operationId (see Endpoint): the order here is free.
 ENDPOINTS: list[Endpoint] = [*conversations.ENDPOINTS, *resume.ENDPOINTS, *stream.ENDPOINTS,
                              *analytics.ENDPOINTS, *memory.ENDPOINTS]
 

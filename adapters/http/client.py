@@ -6,7 +6,7 @@
     text = conv.context(budget=convlog.Budget(tokens=10_000)).text
 
 Answers are decoded with msgspec into the library's own types (AppendResult,
-SessionInfo, Context, MessageAppended, CatalogRow...), and errors come back as the
+ConversationInfo, Context, MessageAppended, CatalogRow...), and errors come back as the
 library's typed errors (see `convlog.http.wire`). Built on httpx (the `http` extra);
 `convlog.AsyncClient` is the same API as coroutines.
 """
@@ -138,7 +138,7 @@ class RemoteConversation:
     def clear(self, reason: str | None = None) -> StateChange:
         return self.client.send(wire.change(self.path, "clear", reason))
 
-    def info(self) -> convlog.SessionInfo:
+    def info(self) -> convlog.ConversationInfo:
         return self.client.send(wire.info(self.path))
 
     def messages(self, *, last: int | None = None) -> list[MessageAppended]:

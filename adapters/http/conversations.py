@@ -7,7 +7,7 @@ and executed as ONE transaction, so HTTP writes obey exactly the rules of the li
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -21,7 +21,7 @@ from convlog.domain.conversation import (
     Command,
     Reactivate,
     RequireUser,
-    StartSession,
+    StartConversation,
     check_key,
 )
 from convlog.domain.errors import InvalidInput, UnknownConversation
@@ -44,10 +44,8 @@ from convlog.projections.replay_views import VIEWS, parse_point
 from convlog.projections.transcript import TranscriptLine
 from convlog.services.jsonlines import MessageLine, SessionStartedLine, to_command, to_message
 
-MAX_VERSION = 2**63 - 1
 
-
-async def start(call: Call) -> convlog.SessionInfo:
+async def start(call: Call) -> convlog.ConversationInfo:
     body = await call.body(StartIn)
     key = check_key(body.key)
     user = body.user
@@ -60,7 +58,7 @@ async def start(call: Call) -> convlog.SessionInfo:
             state = await call.run(call.log.state, key)
             if state.user != user:
                 raise UnknownConversation(key)
-    command = StartSession(user=user, agent=body.agent, channel=body.channel, title=body.title,
+    command = StartConversation(user=user, agent=body.agent, channel=body.channel, title=body.title,
                            workspace=body.workspace, metadata=dict(body.metadata))
     guard: list[Command] = [] if user is None or call.principal.admin else [
         RequireUser(user=user)]
@@ -68,7 +66,7 @@ async def start(call: Call) -> convlog.SessionInfo:
     return await call.run(call.log.info, key)
 
 
-async def info(call: Call) -> convlog.SessionInfo:
+async def info(call: Call) -> convlog.ConversationInfo:
     return await call.run(call.log.info, await call.readable())
 
 
@@ -120,22 +118,9 @@ async def transcript(call: Call) -> list[TranscriptLine]:
     return await call.run(call.log.transcript, await call.readable())
 
 
-def _until(text: str | None) -> int | datetime | None:
-    if text is None:
-        return None
-    if text.isascii() and text.isdigit():
-        return min(int(text), MAX_VERSION)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidInput(f"neither a version number nor an ISO time: {text!r}",
-                           field="until") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 async def timeline(call: Call) -> list[TimelineOut]:
     key = await call.readable()
-    until = _until(call.q_str("until"))
+    until = parse_point(call.q_str("until"), "until")
     rows = await call.run(call.log.timeline, key, until=until)
     return [TimelineOut(version=r.version, at=r.at, type=r.type, details=r.details,
                         event=r.event) for r in rows]  # type: ignore[arg-type]
@@ -222,41 +207,55 @@ AT = Param("at", {"type": "string"},
 
 ENDPOINTS = [
     Endpoint("POST", "/v1/conversations", start, "Start a conversation (or get it)",
-             body=StartIn, answer=convlog.SessionInfo),
+             operation_id="startConversation",
+             body=StartIn, answer=convlog.ConversationInfo),
     Endpoint("POST", KEY + "/turns", append_turn,
              "Append one turn's messages atomically (idempotent by message id)",
+             operation_id="appendTurn",
              body=TurnIn, answer=convlog.AppendResult),
     Endpoint("POST", KEY + "/events", record,
              "Record lines of `convlog record` as one atomic batch",
+             operation_id="recordEvents",
              body=EventsIn, answer=convlog.AppendResult),
     Endpoint("GET", KEY + "/messages", messages, "Messages, oldest first",
+             operation_id="listMessages",
              answer=list[MessageAppended], query=(LAST,)),
     Endpoint("GET", KEY + "/transcript", transcript, "What the user saw",
+             operation_id="getTranscript",
              answer=list[TranscriptLine]),
     Endpoint("GET", KEY + "/timeline", timeline, "Every event: the debugging view",
+             operation_id="getTimeline",
              answer=list[TimelineOut],
              query=(Param("until", {"type": "string"}, "a version number or an ISO time"),)),
     Endpoint("GET", KEY + "/replay", replay,
              "What the user saw (view=user) or what the agent received (view=agent)",
+             operation_id="replayView",
              answer=convlog.ConversationView,
              query=(Param("view", {"type": "string", "enum": list(VIEWS)},
                           "user or agent", required=True), AT)),
     Endpoint("GET", KEY + "/diff", diff,
              "Where the two views part: messages missing from the agent's context, "
              "injected text, resumes that injected nothing",
+             operation_id="diffViews",
              answer=convlog.ViewDiff, query=(AT,)),
     Endpoint("GET", KEY + "/context", context,
              "The history to inject into a fresh agent session, cut to a budget",
+             operation_id="getContext",
              answer=convlog.Context, query=CONTEXT_QUERY),
     Endpoint("POST", KEY + "/native-session", bind,
              "Bind the agent's own session id to this conversation",
+             operation_id="bindNativeSession",
              body=NativeSessionIn, answer=convlog.AppendResult),
     Endpoint("POST", KEY + "/archive", _state_change(lambda r: Archive(reason=r), True),
-             "Archive (nothing is deleted)", body=ReasonIn, answer=StateChange),
+             "Archive (nothing is deleted)",
+             operation_id="archiveConversation", body=ReasonIn, answer=StateChange),
     Endpoint("POST", KEY + "/reactivate", _state_change(Reactivate, False),
-             "Make an archived conversation resumable again", answer=StateChange),
+             "Make an archived conversation resumable again",
+             operation_id="reactivateConversation", answer=StateChange),
     Endpoint("POST", KEY + "/clear", _state_change(lambda r: Clear(reason=r), True),
-             "Start a new epoch: later context starts empty", body=ReasonIn,
+             "Start a new epoch: later context starts empty",
+             operation_id="clearConversation", body=ReasonIn,
              answer=StateChange),
-    Endpoint("GET", KEY, info, "The conversation's state", answer=convlog.SessionInfo),
+    Endpoint("GET", KEY, info, "The conversation's state",
+             operation_id="getConversation", answer=convlog.ConversationInfo),
 ]

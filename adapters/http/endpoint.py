@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
@@ -22,11 +22,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 import convlog
-from convlog.domain.conversation import Command, RequireUser, StartSession, check_key
+from convlog.domain.conversation import Command, RequireUser, StartConversation, check_key
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.http.auth import Auth, Principal
 from convlog.http.idempotency import IdempotencyCache
 from convlog.http.problems import ProblemError
+from convlog.projections.view_model import parse_time
 
 T = TypeVar("T")
 INLINE_MAX = 64 * 1024
@@ -134,14 +135,7 @@ class Call:
 
     def q_time(self, name: str) -> datetime | None:
         value = self._one(name)
-        if value is None:
-            return None
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise InvalidInput(f"expected an ISO date or time, got {value!r}",
-                               field=name) from None
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return None if value is None else parse_time(value, name)
 
     # -------------------------------------------------------- who may see it
 
@@ -165,7 +159,7 @@ class Call:
         # new key at once cannot both write into it.
         exists = await self.run(self.log.exists, key)
         if not exists:
-            return key, [StartSession(user=user), RequireUser(user=user)]
+            return key, [StartConversation(user=user), RequireUser(user=user)]
         return await self.readable(), [RequireUser(user=user)]
 
 
@@ -174,10 +168,17 @@ Handler = Callable[[Call], Awaitable[Any]]
 
 @dataclass(frozen=True)
 class Endpoint:
+    """One endpoint, declared once for the router and the OpenAPI document.
+
+    `operation_id` is the name a generated client gives the call (`appendTurn`), so it
+    is chosen here, by hand, and never changes: renaming it breaks every client
+    generated from the document. It is never derived from the endpoint's position."""
+
     method: str
     path: str
     handler: Handler
     summary: str
+    operation_id: str = field(kw_only=True)
     body: Any = None
     answer: Any = None
     query: tuple[Param, ...] = ()

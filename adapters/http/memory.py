@@ -84,14 +84,17 @@ _SPAN_QUERY = (
 ENDPOINTS = [
     Endpoint("POST", KEY + "/memory", inject,
              "Inject a memory block before a turn; returns it as the agent must get it",
+             operation_id="injectMemory",
              body=MemoryIn, answer=convlog.MemoryBlock, tag="memory"),
     Endpoint("GET", KEY + "/memory", state,
              "The live memory blocks (now, or at log version `at`) and the memory ids "
-             "cooling down", answer=MemoryState, tag="memory",
+             "cooling down",
+             operation_id="getMemory", answer=MemoryState, tag="memory",
              query=(Param("at", {"type": "integer", "minimum": 1},
                           "the blocks live at this log version (a replay)"),)),
     Endpoint("GET", "/v1/context", user_context,
              "One budgeted context across a user's (or workspace's) recent conversations, "
-             "newest first, with the catalog's metadata", answer=convlog.ResumptionContext,
+             "newest first, with the catalog's metadata",
+             operation_id="getUserContext", answer=convlog.ResumptionContext,
              tag="memory", query=_SPAN_QUERY),
 ]

@@ -36,7 +36,7 @@ def _problem_responses() -> dict[str, Any]:
     return {code: {"description": text, "content": problem} for code, text in ERRORS.items()}
 
 
-def _operation(endpoint: Endpoint, schemas: dict[Any, Any], index: int) -> dict[str, Any]:
+def _operation(endpoint: Endpoint, schemas: dict[Any, Any]) -> dict[str, Any]:
     params: list[dict[str, Any]] = []
     if "{key}" in endpoint.path:
         params.append({"name": "key", "in": "path", "required": True,
@@ -58,7 +58,7 @@ def _operation(endpoint: Endpoint, schemas: dict[Any, Any], index: int) -> dict[
         ok = {"description": "OK", "content": {"application/json": {
             "schema": schemas[endpoint.answer]}}}
     op: dict[str, Any] = {
-        "operationId": f"{endpoint.handler.__name__}_{index}",
+        "operationId": endpoint.operation_id,
         "summary": endpoint.summary,
         "tags": [endpoint.tag],
         "parameters": params,
@@ -80,10 +80,10 @@ def document(endpoints: Sequence[Endpoint], version: str) -> dict[str, Any]:
     found, components = msgspec.json.schema_components(types, ref_template=REF)
     schemas = dict(zip(types, found, strict=True))
     paths: dict[str, dict[str, Any]] = {}
-    for i, e in enumerate(endpoints):
-        paths.setdefault(e.path, {})[e.method.lower()] = _operation(e, schemas, i)
+    for e in endpoints:
+        paths.setdefault(e.path, {})[e.method.lower()] = _operation(e, schemas)
     paths["/health"] = {"get": {
-        "operationId": "health", "summary": "Liveness, version and backend", "tags": ["meta"],
+        "operationId": "getHealth", "summary": "Liveness, version and backend", "tags": ["meta"],
         "security": [],
         "responses": {"200": {"description": "OK", "content": {"application/json": {
             "schema": schemas[Health]}}}}}}

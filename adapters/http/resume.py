@@ -96,10 +96,13 @@ async def injection(call: Call) -> InjectionOut:
 
 ENDPOINTS = [
     Endpoint("POST", KEY + "/attempts", attempt, "Record that a resume tier is being tried",
+             operation_id="recordResumeAttempt",
              body=AttemptIn, answer=convlog.AppendResult, tag="resume"),
     Endpoint("POST", KEY + "/outcomes", outcome, "Record how a resume tier went",
+             operation_id="recordResumeOutcome",
              body=OutcomeIn, answer=convlog.AppendResult, tag="resume"),
     Endpoint("POST", KEY + "/injection", injection,
              "A fresh agent session needs the history: get it (recorded, once per "
-             "native session)", body=InjectionIn, answer=InjectionOut, tag="resume"),
+             "native session)",
+             operation_id="requestInjection", body=InjectionIn, answer=InjectionOut, tag="resume"),
 ]

@@ -75,7 +75,8 @@ async def follow(call: Call) -> StreamingResponse:
 
 ENDPOINTS = [
     Endpoint("GET", "/v1/conversations/{key}/stream", follow,
-             "Server-sent events: the conversation's new events, live", answer=EventOut,
+             "Server-sent events: the conversation's new events, live",
+             operation_id="followConversation", answer=EventOut,
              stream=True, query=(Param("after", {"type": "integer", "minimum": 0},
                                        "start after this position (or send Last-Event-ID)"),)),
 ]

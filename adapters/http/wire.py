@@ -116,8 +116,8 @@ def _budget(budget: Budget | None) -> dict[str, int]:
 # ------------------------------------------------------------------ the log
 
 
-def start(key: str, attrs: dict[str, Any]) -> Req[convlog.SessionInfo]:
-    return Req("POST", "/v1/conversations", convlog.SessionInfo, {"key": key, **attrs})
+def start(key: str, attrs: dict[str, Any]) -> Req[convlog.ConversationInfo]:
+    return Req("POST", "/v1/conversations", convlog.ConversationInfo, {"key": key, **attrs})
 
 
 def sessions(user: str | None, agent: str | None, include_archived: bool,
@@ -164,8 +164,8 @@ def change(path: str, what: str, reason: str | None = None) -> Req[StateChange]:
                None if what == "reactivate" else {"reason": reason})
 
 
-def info(path: str) -> Req[convlog.SessionInfo]:
-    return Req("GET", path, convlog.SessionInfo)
+def info(path: str) -> Req[convlog.ConversationInfo]:
+    return Req("GET", path, convlog.ConversationInfo)
 
 
 def messages(path: str, last: int | None) -> Req[list[MessageAppended]]:

@@ -30,7 +30,7 @@ from datetime import datetime
 from urllib.parse import quote, unquote
 
 import convlog
-from convlog.domain.conversation import AppendMessages, Archive, Clear, StartSession
+from convlog.domain.conversation import AppendMessages, Archive, Clear, StartConversation
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.integrations.claude_entries import to_message
 from convlog.integrations.extras import require
@@ -132,7 +132,7 @@ class ConvlogSessionStore:
                 message_id = uuid.uuid4().hex  # no uuid: appended without dedupe
             messages.append(to_message(entry, message_id, agent=self.agent))
         self.log.execute(target, [
-            StartSession(channel=CHANNEL, user=self.user, agent=self.agent,
+            StartConversation(channel=CHANNEL, user=self.user, agent=self.agent,
                          workspace=key["project_key"],
                          metadata={k: v for k, v in key.items() if isinstance(v, str)}),
             AppendMessages(messages=messages)])

@@ -31,7 +31,7 @@ from urllib.parse import quote
 from anyio import to_thread
 
 import convlog
-from convlog.domain.conversation import AppendMessages, Archive, Clear, StartSession
+from convlog.domain.conversation import AppendMessages, Archive, Clear, StartConversation
 from convlog.domain.errors import UnknownConversation
 from convlog.integrations.adk_events import (
     SESSION,
@@ -136,7 +136,7 @@ class ConvlogSessionService(BaseSessionService):
             epoch = 0
         now = time.time()
         done = self.log.execute(key, [
-            StartSession(channel=CHANNEL, agent=app_name, user=user_id,
+            StartConversation(channel=CHANNEL, agent=app_name, user=user_id,
                          metadata={"app_name": app_name, "user_id": user_id,
                                    "session_id": sid}),
             AppendMessages(messages=[session_record(f"adk-session@{epoch}", own, now)])])
@@ -224,8 +224,9 @@ class ConvlogSessionService(BaseSessionService):
                        user: dict[str, Any]) -> None:
         for key, delta in ((scope_key(app_name), app), (scope_key(app_name, user_id), user)):
             if delta:
-                self.log.execute(key, [StartSession(channel=CHANNEL + "-state", agent=app_name),
-                                       AppendMessages(messages=[state_record(delta)])])
+                self.log.execute(key, [
+                    StartConversation(channel=CHANNEL + "-state", agent=app_name),
+                    AppendMessages(messages=[state_record(delta)])])
 
     def _scope_state(self, key: str) -> dict[str, Any]:
         state: dict[str, Any] = {}

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import convlog
-from convlog.domain.conversation import AppendMessages, StartSession
+from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import UnknownConversation
 from convlog.integrations.extras import require
 from convlog.integrations.openai_items import from_message, to_message
@@ -153,7 +153,7 @@ class ConvlogSession:
                                usage=usage if i == carrier else None)
                     for i, item in enumerate(items)]
         self.log.execute(self.key, [
-            StartSession(channel=CHANNEL, user=self.user, agent=self.agent),
+            StartConversation(channel=CHANNEL, user=self.user, agent=self.agent),
             AppendMessages(messages=messages)])
 
     def _clear(self) -> None:

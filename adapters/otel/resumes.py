@@ -22,13 +22,13 @@ from typing import Literal
 
 import convlog
 from convlog.domain.events import (
+    ConversationStarted,
     HistoryInjected,
     MessageAppended,
     NativeSessionBound,
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
-    SessionStarted,
     is_fresh_strategy,
 )
 from convlog.otel.spans import Attributes, SpanSpec, derived_id, nanos
@@ -37,7 +37,7 @@ from convlog.services.feed import FeedEvent
 PAGE = 200
 
 
-def resume_span(log: convlog.ConversationLog, item: FeedEvent, start: SessionStarted, *,
+def resume_span(log: convlog.ConversationLog, item: FeedEvent, start: ConversationStarted, *,
                 content: bool, now: datetime, grace: float) -> SpanSpec | None:
     """The span of one resume outcome; None while its injection may still come."""
     event = item.event

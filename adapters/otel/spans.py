@@ -34,7 +34,7 @@ from convlog.domain.content import (
     ToolResultPart,
     ToolUsePart,
 )
-from convlog.domain.events import MessageAppended, SessionStarted
+from convlog.domain.events import ConversationStarted, MessageAppended
 from convlog.services.feed import FeedEvent
 
 AttributeValue = str | bool | int | float
@@ -122,7 +122,7 @@ class Usage(msgspec.Struct):
                 "gen_ai.usage.cache_creation.input_tokens": self.cache_write}
 
 
-def turn_spans(turn: list[FeedEvent], start: SessionStarted, *, content: bool
+def turn_spans(turn: list[FeedEvent], start: ConversationStarted, *, content: bool
                ) -> list[SpanSpec]:
     """The turn's ``invoke_agent`` span and its ``chat`` spans (see the module)."""
     first = turn[0]
@@ -220,7 +220,7 @@ def _chat_span(response: list[FeedEvent], turn: list[FeedEvent], trace: int, par
                     attributes=attributes)
 
 
-def _conversation(key: str, start: SessionStarted, agent: str | None) -> Attributes:
+def _conversation(key: str, start: ConversationStarted, agent: str | None) -> Attributes:
     attributes: Attributes = {"gen_ai.conversation.id": key}
     if agent:
         attributes["gen_ai.agent.name"] = agent

@@ -2,9 +2,11 @@
 
 Lives here: the log and its conversation handles (`log`, with its analytics half in
 `catalog` and the values it hands back in `results`; `handle`; `aio` for asyncio
-hosts), the tiered resume (`resume`), the context builder (`context`), the message
-builders (`builders`) and the typed record input that every entry point decodes into
-(`jsonlines`: the CLI's `record`, and any other surface that takes a host's lines).
+hosts; `options`, how a log is opened), the one writer every write goes through
+(`writer`), the tiered resume (`resume`; `tiers` runs it, blocking or as coroutines),
+the context builder (`context`), the message builders (`builders`) and the typed
+record input that every entry point decodes into (`jsonlines`: the CLI's `record`,
+and any other surface that takes a host's lines).
 
 May import: the domain, the projections, `storage/`, `views/`, `accounting/`.
 Never `cli/` or an integration room: entry points call in, services never call out.

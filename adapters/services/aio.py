@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
+from convlog.accounting.prices import ModelPrice
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
+from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
@@ -23,10 +26,13 @@ from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
 from convlog.services.log import ConversationLog
 from convlog.services.memory import MemoryBlock
+from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
-from convlog.services.results import AppendResult, SessionInfo
-from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, resume_async
+from convlog.services.redacting import Redactor
+from convlog.services.results import AppendResult, ConversationInfo
+from convlog.services.resume import ResumeOutcome, ResumeRun, Tier
 from convlog.services.resumption import ResumptionContext
+from convlog.services.tiers import resume_async
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
 
@@ -38,10 +44,24 @@ class AsyncConversationLog:
         self.sync = log
 
     @classmethod
-    async def open(cls, url: str | None = None, *, create: bool = True,
-                   **options: Any) -> AsyncConversationLog:
-        """`convlog.open` off the event loop; `options` as it takes them."""
-        return cls(await asyncio.to_thread(ConversationLog, url, create=create, **options))
+    async def open(
+        cls, url: str | None = None, *, create: bool = True,
+        prices: dict[str, ModelPrice] | None = None, views: str | Path | None = None,
+        preload_tokenizer: bool = True,
+        max_injected_blocks_in_history: int = DEFAULT_CAP,
+        context_window_depth: int = DEFAULT_DEPTH, redact: Redactor | None = None,
+    ) -> AsyncConversationLog:
+        """`convlog.open` off the event loop (the same options: `LogOptions`)."""
+        return await cls.with_options(url, LogOptions(
+            create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
+            max_injected_blocks_in_history=max_injected_blocks_in_history,
+            context_window_depth=context_window_depth, redact=redact))
+
+    @classmethod
+    async def with_options(cls, url: str | None, options: LogOptions
+                           ) -> AsyncConversationLog:
+        """The log at `url` opened with `options`, off the event loop."""
+        return cls(await asyncio.to_thread(ConversationLog.with_options, url, options))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)
@@ -52,15 +72,21 @@ class AsyncConversationLog:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def conversation(self, key: str, **attrs: Any) -> AsyncConversationHandle:
-        await asyncio.to_thread(self.sync.conversation, key, **attrs)
+    async def conversation(
+        self, key: str, *, user: str | None = None, agent: str | None = None,
+        channel: str | None = None, title: str | None = None, workspace: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> AsyncConversationHandle:
+        await asyncio.to_thread(self.sync.conversation, key, user=user, agent=agent,
+                                channel=channel, title=title, workspace=workspace,
+                                metadata=metadata)
         return AsyncConversationHandle(self, key)
 
     async def get(self, key: str) -> AsyncConversationHandle:
         await asyncio.to_thread(self.sync.get, key)
         return AsyncConversationHandle(self, key)
 
-    async def append_turn(self, key: str, messages: Sequence[Message]) -> AppendResult:
+    async def append_turn(self, key: str, messages: Iterable[Message]) -> AppendResult:
         return await asyncio.to_thread(self.sync.append_turn, key, list(messages))
 
     async def append(self, key: str, message: Message) -> AppendResult:
@@ -91,10 +117,11 @@ class AsyncConversationLog:
     async def state(self, key: str) -> Conversation:
         return await asyncio.to_thread(self.sync.state, key)
 
-    async def inject_memory(self, key: str, text: str, memory_ids: Sequence[str] = (),
-                            **kwargs: Any) -> MemoryBlock:
+    async def inject_memory(self, key: str, text: str, memory_ids: Sequence[str] = (), *,
+                            block_id: str | None = None,
+                            native_session_id: str | None = None) -> MemoryBlock:
         return await asyncio.to_thread(self.sync.inject_memory, key, text, memory_ids,
-                                       **kwargs)
+                                       block_id=block_id, native_session_id=native_session_id)
 
     async def memory_cooldown(self, key: str) -> dict[str, int]:
         return await asyncio.to_thread(self.sync.memory_cooldown, key)
@@ -102,14 +129,16 @@ class AsyncConversationLog:
     async def live_memory(self, key: str, *, at: int | None = None) -> list[MemoryBlock]:
         return await asyncio.to_thread(self.sync.live_memory, key, at=at)
 
-    async def info(self, key: str) -> SessionInfo:
+    async def info(self, key: str) -> ConversationInfo:
         return await asyncio.to_thread(self.sync.info, key)
 
     async def exists(self, key: str) -> bool:
         return await asyncio.to_thread(self.sync.exists, key)
 
-    async def events(self, key: str, **kwargs: Any) -> list[Recorded]:
-        return await asyncio.to_thread(self.sync.events, key, **kwargs)
+    async def events(self, key: str, *, after: int = 0, upto: int | None = None,
+                     desc: bool = False, limit: int | None = None) -> list[Recorded]:
+        return await asyncio.to_thread(self.sync.events, key, after=after, upto=upto,
+                                       desc=desc, limit=limit)
 
     async def messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
         return await asyncio.to_thread(self.sync.messages, key, last=last)
@@ -128,21 +157,32 @@ class AsyncConversationLog:
     async def diff(self, key: str, *, at: int | datetime | str | None = None) -> ViewDiff:
         return await asyncio.to_thread(self.sync.diff, key, at=at)
 
-    async def sessions(self, **kwargs: Any) -> list[CatalogRow]:
-        return await asyncio.to_thread(self.sync.sessions, **kwargs)
+    async def sessions(self, *, user: str | None = None, agent: str | None = None,
+                       include_archived: bool = False, limit: int | None = None
+                       ) -> list[CatalogRow]:
+        return await asyncio.to_thread(self.sync.sessions, user=user, agent=agent,
+                                       include_archived=include_archived, limit=limit)
 
-    async def costs(self, **kwargs: Any) -> list[CostRow]:
-        return await asyncio.to_thread(self.sync.costs, **kwargs)
+    async def costs(self, *, by: str = "model", since: date | datetime | None = None
+                    ) -> list[CostRow]:
+        return await asyncio.to_thread(self.sync.costs, by=by, since=since)
 
-    async def telemetry(self, **kwargs: Any) -> list[TelemetryRow]:
-        return await asyncio.to_thread(self.sync.telemetry, **kwargs)
+    async def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
+                        ) -> list[TelemetryRow]:
+        return await asyncio.to_thread(self.sync.telemetry, by=by, since=since)
 
     async def sql(self, query: str, params: Sequence[object] = ()
                   ) -> tuple[list[str], list[Any]]:
         return await asyncio.to_thread(self.sync.sql, query, params)
 
-    async def resumption_context(self, **kwargs: Any) -> ResumptionContext:
-        return await asyncio.to_thread(self.sync.resumption_context, **kwargs)
+    async def resumption_context(
+        self, *, user: str | None = None, workspace: str | None = None,
+        conversations: int = 3, budget: Budget | None = None, format: str = "xml",
+        model: str | None = None,
+    ) -> ResumptionContext:
+        return await asyncio.to_thread(
+            self.sync.resumption_context, user=user, workspace=workspace,
+            conversations=conversations, budget=budget, format=format, model=model)
 
     async def can_resume(self, key: str) -> bool:
         return await asyncio.to_thread(self.sync.can_resume, key)
@@ -150,8 +190,8 @@ class AsyncConversationLog:
     async def forget(self, *, user: str, requested_by: str | None = None) -> ForgetResult:
         return await asyncio.to_thread(self.sync.forget, user=user, requested_by=requested_by)
 
-    async def expire(self, **kwargs: Any) -> list[CatalogRow]:
-        return await asyncio.to_thread(self.sync.expire, **kwargs)
+    async def expire(self, *, idle_days: float, dry_run: bool = False) -> list[CatalogRow]:
+        return await asyncio.to_thread(self.sync.expire, idle_days=idle_days, dry_run=dry_run)
 
     async def context(
         self, key: str, *, budget: Budget | None = None, format: str = "xml",
@@ -212,15 +252,25 @@ class AsyncConversationHandle:
     async def state(self) -> Conversation:
         return await self.log.state(self.key)
 
-    async def inject_memory(self, text: str, memory_ids: Sequence[str] = (), **kwargs: Any
-                            ) -> MemoryBlock:
-        return await self.log.inject_memory(self.key, text, memory_ids, **kwargs)
+    async def inject_memory(self, text: str, memory_ids: Sequence[str] = (), *,
+                            block_id: str | None = None,
+                            native_session_id: str | None = None) -> MemoryBlock:
+        return await self.log.inject_memory(self.key, text, memory_ids, block_id=block_id,
+                                            native_session_id=native_session_id)
 
     async def memory_cooldown(self) -> dict[str, int]:
         return await self.log.memory_cooldown(self.key)
 
     async def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
         return await self.log.live_memory(self.key, at=at)
+
+    async def info(self) -> ConversationInfo:
+        return await self.log.info(self.key)
+
+    async def events(self, *, after: int = 0, upto: int | None = None, desc: bool = False,
+                     limit: int | None = None) -> list[Recorded]:
+        return await self.log.events(self.key, after=after, upto=upto, desc=desc,
+                                     limit=limit)
 
     async def messages(self, *, last: int | None = None) -> list[MessageAppended]:
         return await self.log.messages(self.key, last=last)
@@ -238,8 +288,21 @@ class AsyncConversationHandle:
     async def diff(self, *, at: int | datetime | str | None = None) -> ViewDiff:
         return await self.log.diff(self.key, at=at)
 
-    async def context(self, **kwargs: Any) -> Context:
-        return await self.log.context(self.key, **kwargs)
+    async def context(
+        self, *, budget: Budget | None = None, format: str = "xml",
+        exclude: Iterable[str] = (), summarizer: Summarizer | AsyncSummarizer | None = None,
+        summarizer_name: str | None = None, model: str | None = None,
+    ) -> Context:
+        return await self.log.context(self.key, budget=budget, format=format,
+                                      exclude=exclude, summarizer=summarizer,
+                                      summarizer_name=summarizer_name, model=model)
 
-    async def resume(self, tiers: Sequence[Tier], **kwargs: Any) -> ResumeOutcome:
-        return await self.log.resume(self.key, tiers, **kwargs)
+    async def resume(
+        self, tiers: Sequence[Tier], *, budget: Budget | None = None,
+        format: str = "xml", exclude: Iterable[str] = (),
+        summarizer: Summarizer | AsyncSummarizer | None = None,
+        summarizer_name: str | None = None, model: str | None = None,
+    ) -> ResumeOutcome:
+        return await self.log.resume(self.key, tiers, budget=budget, format=format,
+                                     exclude=exclude, summarizer=summarizer,
+                                     summarizer_name=summarizer_name, model=model)

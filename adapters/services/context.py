@@ -24,6 +24,7 @@ from convlog.projections.context import (
     Window,
     render_for_context,
 )
+from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 
 __all__ = ["AsyncSummarizer", "Context", "ContextBuilder", "ContextMessage", "Summarizer"]
@@ -82,9 +83,12 @@ def tail(store: ConversationStore, state: Conversation, page: int) -> Iterator[R
 
 
 class ContextBuilder:
-    def __init__(self, store: ConversationStore, model: str | None = None,
+    """Builds contexts from the store; a summary it makes is recorded by `writer`."""
+
+    def __init__(self, writer: Writer, model: str | None = None,
                  memory_cap: int = DEFAULT_CAP):
-        self.store = store
+        self.writer = writer
+        self.store = writer.store
         self.model = model
         self.memory_cap = memory_cap
         self._overheads: dict[str, tuple[int, int]] = {}
@@ -172,8 +176,7 @@ class ContextBuilder:
             from_version=previous.from_version if previous else state.epoch_start_version + 1,
             to_version=end, message_count=(previous.message_count if previous else 0)
             + len(picked), text=text, tokens=self.count(text), summarizer=summarizer)
-        self.store.execute(conversation_id(state.key), state.key,
-                           lambda _s, _f: [RecordFact(event=event)])
+        self.writer.execute(state.key, [RecordFact(event=event)])
 
     def finish(self, state: Conversation, window: Window, budget: Budget, fmt: Format,
                summarized: int) -> Context:

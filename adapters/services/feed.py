@@ -16,7 +16,7 @@ from uuid import UUID
 
 import msgspec
 
-from convlog.domain.events import AnyEvent, SessionStarted
+from convlog.domain.events import AnyEvent, ConversationStarted
 from convlog.services.log import ConversationLog
 from convlog.storage.errors import CorruptEvent
 
@@ -38,7 +38,7 @@ class EventFeed:
 
     def __init__(self, log: ConversationLog):
         self._store = log.store
-        self._starts: OrderedDict[UUID, SessionStarted] = OrderedDict()
+        self._starts: OrderedDict[UUID, ConversationStarted] = OrderedDict()
 
     def last_position(self) -> int:
         """The newest event's position (0 for an empty log)."""
@@ -71,15 +71,15 @@ class EventFeed:
                                  event=event))
         return out
 
-    def start(self, stream: UUID, event: object = None) -> SessionStarted:
+    def start(self, stream: UUID, event: object = None) -> ConversationStarted:
         """The `session_started` of a conversation: its key, user, agent, channel."""
         found = self._starts.get(stream)
         if found is None:
-            if isinstance(event, SessionStarted):
+            if isinstance(event, ConversationStarted):
                 found = event
             else:
                 first = self._store.recorded(stream, upto=1)
-                if not first or not isinstance(first[0].event, SessionStarted):
+                if not first or not isinstance(first[0].event, ConversationStarted):
                     raise CorruptEvent(stream, 1, "session_started",
                                        "the conversation has no session_started")
                 found = first[0].event

@@ -8,22 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
+from convlog.projections.context import Budget
 from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
-from convlog.services.context import Context
+from convlog.services.context import Context, Summarizer
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume import ResumeOutcome, Tier
 
 if TYPE_CHECKING:
     from convlog.services.log import ConversationLog
-    from convlog.services.results import AppendResult, SessionInfo
+    from convlog.services.results import AppendResult, ConversationInfo
 
 
 class ConversationHandle:
@@ -62,11 +63,12 @@ class ConversationHandle:
     def state(self) -> Conversation:
         return self.log.state(self.key)
 
-    def info(self) -> SessionInfo:
+    def info(self) -> ConversationInfo:
         return self.log.info(self.key)
 
-    def events(self, **kwargs: Any) -> list[Recorded]:
-        return self.log.events(self.key, **kwargs)
+    def events(self, *, after: int = 0, upto: int | None = None, desc: bool = False,
+               limit: int | None = None) -> list[Recorded]:
+        return self.log.events(self.key, after=after, upto=upto, desc=desc, limit=limit)
 
     def messages(self, *, last: int | None = None) -> list[MessageAppended]:
         return self.log.messages(self.key, last=last)
@@ -87,9 +89,12 @@ class ConversationHandle:
 
     def diff(self, *, at: int | datetime | str | None = None) -> ViewDiff:
         return self.log.diff(self.key, at=at)
-    def inject_memory(self, text: str, memory_ids: Sequence[str] = (), **kwargs: Any
+
+    def inject_memory(self, text: str, memory_ids: Sequence[str] = (), *,
+                      block_id: str | None = None, native_session_id: str | None = None
                       ) -> MemoryBlock:
-        return self.log.inject_memory(self.key, text, memory_ids, **kwargs)
+        return self.log.inject_memory(self.key, text, memory_ids, block_id=block_id,
+                                      native_session_id=native_session_id)
 
     def memory_cooldown(self) -> dict[str, int]:
         return self.log.memory_cooldown(self.key)
@@ -97,8 +102,17 @@ class ConversationHandle:
     def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
         return self.log.live_memory(self.key, at=at)
 
-    def context(self, **kwargs: Any) -> Context:
-        return self.log.context(self.key, **kwargs)
+    def context(self, *, budget: Budget | None = None, format: str = "xml",
+                exclude: Iterable[str] = (), summarizer: Summarizer | None = None,
+                summarizer_name: str | None = None, model: str | None = None) -> Context:
+        return self.log.context(self.key, budget=budget, format=format, exclude=exclude,
+                                summarizer=summarizer, summarizer_name=summarizer_name,
+                                model=model)
 
-    def resume(self, tiers: Sequence[Tier], **kwargs: Any) -> ResumeOutcome:
-        return self.log.resume(self.key, tiers, **kwargs)
+    def resume(self, tiers: Sequence[Tier], *, budget: Budget | None = None,
+               format: str = "xml", exclude: Iterable[str] = (),
+               summarizer: Summarizer | None = None, summarizer_name: str | None = None,
+               model: str | None = None) -> ResumeOutcome:
+        return self.log.resume(self.key, tiers, budget=budget, format=format,
+                               exclude=exclude, summarizer=summarizer,
+                               summarizer_name=summarizer_name, model=model)

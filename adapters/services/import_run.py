@@ -18,13 +18,12 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from convlog.accounting.prices import PriceTable
 from convlog.accounting.tokens import with_token_count
-from convlog.domain.conversation import AppendMessages, StartSession
+from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import ConvlogError, InvalidInput
 from convlog.domain.messages import Message
 from convlog.services.import_usage import count_usage
@@ -34,9 +33,7 @@ from convlog.services.importing import (
     ImportFailed,
     ImportFailure,
 )
-
-if TYPE_CHECKING:
-    from convlog.services.log import ConversationLog
+from convlog.services.writer import Writer
 
 
 class ImportSummary(msgspec.Struct, kw_only=True):
@@ -109,7 +106,7 @@ def collect_files(importer: Importer, paths: Sequence[str | Path]) -> list[tuple
     return found
 
 
-def run_import(log: ConversationLog, importer: Importer, paths: Sequence[str | Path], *,
+def run_import(writer: Writer, importer: Importer, paths: Sequence[str | Path], *,
                prices: PriceTable, keep_going: bool = False,
                progress: ProgressCallback | None = None) -> ImportSummary:
     """Import `paths` with `importer`. Without `keep_going` the first unreadable
@@ -117,7 +114,7 @@ def run_import(log: ConversationLog, importer: Importer, paths: Sequence[str | P
     with it, every failure is collected in the summary and the rest is imported."""
     started = time.perf_counter()
     files = collect_files(importer, paths)
-    run = _Run(log, ImportSummary(format=importer.name, files=len(files),
+    run = _Run(writer, ImportSummary(format=importer.name, files=len(files),
                                   bytes=sum(size for _, size in files)),
                prices, keep_going, progress, len(files))
     run.report(0)
@@ -126,7 +123,7 @@ def run_import(log: ConversationLog, importer: Importer, paths: Sequence[str | P
             try:
                 for item in importer.conversations(file):
                     run.queue.append(item if isinstance(item, ImportFailure)
-                                     else _count(log, item, pool))
+                                     else _count(writer, item, pool))
                     run.write(READ_AHEAD)
             except OSError as exc:  # a file that vanished or cannot be read mid-way
                 run.queue.append(ImportFailure(source=str(file),
@@ -141,7 +138,7 @@ def run_import(log: ConversationLog, importer: Importer, paths: Sequence[str | P
     return summary
 
 
-def record_conversations(log: ConversationLog, format: str,
+def record_conversations(writer: Writer, format: str,
                          items: Iterable[ImportedConversation | ImportFailure], *,
                          prices: PriceTable) -> ImportSummary:
     """Record conversations an importer already read (a followed file's new lines),
@@ -149,11 +146,11 @@ def record_conversations(log: ConversationLog, format: str,
     A conversation that cannot be recorded is a failure in the summary; a storage
     failure raises ImportFailed, and then the caller must read the lines again."""
     started = time.perf_counter()
-    run = _Run(log, ImportSummary(format=format), prices, True, None, 0)
+    run = _Run(writer, ImportSummary(format=format), prices, True, None, 0)
     with ThreadPoolExecutor(COUNTING_THREADS, thread_name_prefix="convlog-import") as pool:
         for item in items:
             run.queue.append(item if isinstance(item, ImportFailure)
-                             else _count(log, item, pool))
+                             else _count(writer, item, pool))
             run.write(READ_AHEAD)
         run.write(0)
     summary = run.summary
@@ -163,11 +160,11 @@ def record_conversations(log: ConversationLog, format: str,
     return summary
 
 
-def _count(log: ConversationLog, conv: ImportedConversation, pool: ThreadPoolExecutor
+def _count(writer: Writer, conv: ImportedConversation, pool: ThreadPoolExecutor
            ) -> _Counted | ImportFailure:
     """Look the conversation's known ids up, and count its new messages in `pool`."""
     try:
-        known = log.known_message_ids(conv.key, [m.id for m in conv.messages])
+        known = writer.known_message_ids(conv.key, [m.id for m in conv.messages])
     except InvalidInput as exc:  # e.g. a key that cannot be a conversation key
         return _failure(conv, exc)
     fresh = [m for m in conv.messages if m.id not in known]
@@ -184,9 +181,9 @@ def _failure(conv: ImportedConversation, exc: InvalidInput) -> ImportFailure:
 class _Run:
     """The writing end: conversations in the order they were read, one batch each."""
 
-    def __init__(self, log: ConversationLog, summary: ImportSummary, prices: PriceTable,
+    def __init__(self, writer: Writer, summary: ImportSummary, prices: PriceTable,
                  keep_going: bool, progress: ProgressCallback | None, files: int):
-        self.log, self.summary, self.prices = log, summary, prices
+        self.writer, self.summary, self.prices = writer, summary, prices
         self.keep_going, self.progress, self.files = keep_going, progress, files
         self.queue: deque[_Counted | ImportFailure | _FileRead] = deque()
         self.skipped: Counter[str] = Counter()
@@ -226,10 +223,10 @@ class _Run:
         if item.fresh is None:
             summary.messages_known += len(item.known)
             return None
-        start = StartSession(agent=conv.agent, title=conv.title, workspace=conv.workspace,
+        start = StartConversation(agent=conv.agent, title=conv.title, workspace=conv.workspace,
                              metadata=conv.metadata)
         try:
-            result = self.log.execute(conv.key, [start, AppendMessages(
+            result = self.writer.execute(conv.key, [start, AppendMessages(
                 messages=item.fresh.result())])
         except InvalidInput as exc:  # decided inside the write: nothing of it recorded
             summary.conversations -= 1

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from convlog.domain.conversation import Command, Conversation, Retract, conversation_id
 from convlog.domain.events import ConversationCleared, MessageAppended, MessageRetracted
+from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 
 PAGE = 128
@@ -61,7 +62,7 @@ def live_messages(store: ConversationStore, state: Conversation, last: int | Non
     return found[::-1]
 
 
-def retract_last(store: ConversationStore, key: str, reason: str | None
+def retract_last(writer: Writer, key: str, reason: str | None
                  ) -> MessageAppended | None:
     """Retract the newest live message and return it; None when there is none.
 
@@ -74,11 +75,11 @@ def retract_last(store: ConversationStore, key: str, reason: str | None
         chosen.clear()
         if not state.started:
             return []
-        newest = next(_newest_first(store, state, page=8), None)
+        newest = next(_newest_first(writer.store, state, page=8), None)
         if newest is None:
             return []
         chosen.append(newest)
         return [Retract(message_id=newest.message_id, reason=reason)]
 
-    _, saved = store.execute(conversation_id(key), key, commands)
+    _, saved = writer.decide(key, commands)
     return chosen[0] if saved and chosen else None

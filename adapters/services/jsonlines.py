@@ -35,7 +35,7 @@ from convlog.domain.conversation import (
     Command,
     Reactivate,
     RecordFact,
-    StartSession,
+    StartConversation,
 )
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
@@ -271,7 +271,7 @@ def _validation_error(text: str) -> InvalidInput:
 
 def to_command(line: AnyLine) -> Command:
     if isinstance(line, SessionStartedLine):
-        return StartSession(user=line.user, agent=line.agent, channel=line.channel,
+        return StartConversation(user=line.user, agent=line.agent, channel=line.channel,
                             title=line.title, workspace=line.workspace,
                             metadata=dict(line.metadata))
     if isinstance(line, MessageLine):

@@ -1,14 +1,17 @@
 """The synchronous public API: a `ConversationLog` and its `Conversation` handles.
 
-Every write is one transaction: a turn, a `record` batch, an archive. Writes from
-threads of one process are serialised by a lock (SQLite has one writer anyway);
-writes from other processes are ordered by the store's optimistic concurrency.
+Every write is one transaction: a turn, a `record` batch, an archive. Every write of
+the process, whichever use case makes it, goes through the log's `Writer`
+(convlog.services.writer): one lock, and the same steps (redaction, token counts,
+memory cooldown, known message ids). The log itself only delegates: to the writer,
+to the use cases, to the projections.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,7 @@ from typing import Any
 import msgspec
 
 from convlog.accounting.prices import ModelPrice, PriceTable
-from convlog.accounting.tokens import warm_up_in_background, with_token_count
+from convlog.accounting.tokens import warm_up_in_background
 from convlog.crypto.keys import load_key
 from convlog.domain.conversation import (
     AppendMessages,
@@ -26,16 +29,16 @@ from convlog.domain.conversation import (
     Command,
     Conversation,
     Reactivate,
-    StartSession,
+    StartConversation,
     check_key,
     conversation_id,
 )
 from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
-from convlog.domain.memory import InjectMemory, check_depth
+from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
-from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
+from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView, parse_point
 from convlog.projections.replay_views import view as _view
 from convlog.projections.timeline import TimelineRow, timeline
@@ -58,12 +61,15 @@ from convlog.services.importing import (
     find_importer,
 )
 from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
+from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
-from convlog.services.redacting import Redactor, redact_message
-from convlog.services.results import AppendResult, SessionInfo, session_info
-from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection, resume
+from convlog.services.redacting import Redactor
+from convlog.services.results import AppendResult, ConversationInfo, conversation_info
+from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection
 from convlog.services.resumption import ResumptionContext
 from convlog.services.resumption import build as build_resumption
+from convlog.services.tiers import resume
+from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
 from convlog.storage.urls import StorageConfig, parse_url
@@ -79,20 +85,37 @@ class ConversationLog(CatalogQueries):
                  max_injected_blocks_in_history: int = DEFAULT_CAP,
                  context_window_depth: int = DEFAULT_DEPTH,
                  redact: Redactor | None = None, master_key: bytes | str | None = "env"):
-        self.max_injected_blocks_in_history = check_cap(max_injected_blocks_in_history)
+        """`convlog.open`'s options (see `LogOptions`), and `master_key`: the store's
+        key, by default from CONVLOG_KEY / CONVLOG_KEY_FILE (maintenance opens stores
+        without a key, or with a new one)."""
+        self._open(url, LogOptions(
+            create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
+            max_injected_blocks_in_history=max_injected_blocks_in_history,
+            context_window_depth=context_window_depth, redact=redact), master_key)
+
+    @classmethod
+    def with_options(cls, url: str | None, options: LogOptions, *,
+                     master_key: bytes | str | None = "env") -> ConversationLog:
+        """The log at `url`, opened with `options` (what every opener calls)."""
+        log = cls.__new__(cls)
+        log._open(url, options, master_key)
+        return log
+
+    def _open(self, url: str | None, options: LogOptions,
+              master_key: bytes | str | None) -> None:
+        self.options = options.checked()
+        self.max_injected_blocks_in_history = options.max_injected_blocks_in_history
         """How many memory blocks stay live in every context (0: ephemeral)."""
-        self.context_window_depth = check_depth(context_window_depth)
+        self.context_window_depth = options.context_window_depth
         """Turns before a memory id may be injected again (0: no cooldown)."""
         self.config: StorageConfig = parse_url(url)
-        self._redact = redact
-        self._prices = prices
-        self._views_path = Path(views) if views is not None else None
+        self._prices = options.prices
+        self._views_path = Path(options.views) if options.views is not None else None
         self._analytics: Analytics | None = None
-        if not create:
+        if not options.create:
             self.config.check_exists()
         self.config.check_reachable()
-        # CONVLOG_KEY / CONVLOG_KEY_FILE unless given (maintenance opens stores without
-        # a key, or with a new one); a bad key fails here, before anything is opened
+        # a bad key fails here, before anything is opened
         master = load_key() if master_key == "env" else master_key
         assert master is None or isinstance(master, bytes)
         try:
@@ -102,9 +125,10 @@ class ConversationLog(CatalogQueries):
             raise  # key errors say what to do; wrapped, they would say less
         except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in
             raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None  # several types
-        self._lock = threading.RLock()
-        if create and preload_tokenizer:  # a writer will count: load the vocabulary
-            warm_up_in_background()  # off the hot path
+        self._writer = Writer(self._store, redact=options.redact,
+                              context_window_depth=self.context_window_depth)
+        if options.create and options.preload_tokenizer:  # a writer will count: load the
+            warm_up_in_background()  # vocabulary, off the hot path
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -122,7 +146,12 @@ class ConversationLog(CatalogQueries):
     @property
     def write_lock(self) -> threading.RLock:
         """Held by every write of this process (maintenance takes it too)."""
-        return self._lock
+        return self._writer.lock
+
+    @property
+    def writer(self) -> Writer:
+        """The unit of work every write of this log goes through."""
+        return self._writer
 
     @property
     def store(self) -> ConversationStore:
@@ -142,9 +171,9 @@ class ConversationLog(CatalogQueries):
         workspace: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ConversationHandle:
-        """The conversation under `key`, started (SessionStarted) if it is new.
+        """The conversation under `key`, started (ConversationStarted) if it is new.
         Calling it again for an existing key records nothing."""
-        self.execute(key, [StartSession(
+        self.execute(key, [StartConversation(
             user=user, agent=agent, channel=channel, title=title, workspace=workspace,
             metadata=dict(metadata or {}))])
         return ConversationHandle(self, key)
@@ -154,7 +183,7 @@ class ConversationLog(CatalogQueries):
         self.state(key)
         return ConversationHandle(self, key)
 
-    def append_turn(self, key: str, messages: Sequence[Message]) -> AppendResult:
+    def append_turn(self, key: str, messages: Iterable[Message]) -> AppendResult:
         """Append every message of one agent run in one transaction. Message ids already
         recorded in this conversation are skipped, so retrying a turn is safe."""
         return self.execute(key, [AppendMessages(messages=list(messages))])
@@ -181,54 +210,43 @@ class ConversationLog(CatalogQueries):
         """Withdraw the newest live message of the current epoch (a compensating
         MessageRetracted: the message stays in the log for replay; contexts and
         `live_messages` skip it) and return it; None when nothing is live."""
-        check_key(key)
-        with self._lock:
-            return items.retract_last(self._store, key, reason)
+        return items.retract_last(self._writer, check_key(key), reason)
 
     def execute(
         self, key: str, commands: Sequence[Command], origins: Sequence[str] | None = None
     ) -> AppendResult:
         """Decide and record a batch of commands atomically (all or nothing)."""
-        cid = conversation_id(key)
-        redact = self._redact
-        if redact is not None:  # before anything else sees the text (token counts too)
-            commands = [msgspec.structs.replace(c, messages=[
-                redact_message(redact, m) if isinstance(m, Message) else m
-                for m in c.messages])
-                if isinstance(c, AppendMessages) else c for c in commands]
-        commands = [msgspec.structs.replace(c, messages=[with_token_count(m) for m in c.messages])
-                    if isinstance(c, AppendMessages) else c for c in commands]
-        commands = [msgspec.structs.replace(c, cooldown_turns=self.context_window_depth)
-                    if isinstance(c, InjectMemory) else c for c in commands]
-        ids = [m.id for c in commands if isinstance(c, AppendMessages) for m in c.messages
-               if isinstance(m, Message)]
-
-        def with_known_ids(state: Conversation, fresh: bool) -> list[Command]:
-            # Optimistic: the first attempt skips the lookup; a known id makes the
-            # insert conflict on the index, and the retry (fresh) looks ids up.
-            if not ids or not state.started or not fresh:
-                return list(commands)
-            known = frozenset(self._store.index.known_message_ids(cid, ids))
-            return [msgspec.structs.replace(c, known_ids=known)
-                    if isinstance(c, AppendMessages) else c for c in commands]
-
-        with self._lock:
-            state, saved = self._store.execute(cid, key, with_known_ids, origins)
-        appended = [r.event.message_id for r in saved if isinstance(r.event, MessageAppended)]
-        new = set(appended)
-        return AppendResult(version=state.version, appended=appended,
-                            skipped=[i for i in ids if i not in new], events=len(saved))
+        return self._writer.execute(key, commands, origins)
 
     def forget(self, *, user: str, requested_by: str | None = None) -> ForgetResult:
         """Erase `user` (GDPR): their data key is destroyed, so no content of their
         conversations can be read again; `user_forgotten` is recorded in each (who and
         when, not what). Counts, tokens and costs stay. Needs an encrypted store."""
-        return privacy.forget(self, user, requested_by)
+        return privacy.forget(self._writer, user, requested_by)
+
+    def enable_encryption(self, master_key: bytes,
+                          progress: Callable[[str, int], None] | None = None) -> int:
+        """Encrypt this store, opened without a key (`convlog keys enable`): events
+        already stored are re-encrypted conversation by conversation, then the views
+        (which may hold plaintext) are deleted. Returns how many events this run
+        re-encrypted; run it again to finish a run that was cut short."""
+        total = privacy.enable(self._writer, master_key, progress)
+        self._discard_views()
+        return total
+
+    def _discard_views(self) -> None:
+        """Delete the views' file: a cache, rebuilt on next use."""
+        views = self.analytics.views
+        views.close()
+        if views.path is not None:
+            for path in (views.path, Path(f"{views.path}.wal")):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
     def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
         """Which of `ids` the conversation already holds (indexed queries; an unknown
         conversation holds none)."""
-        with self._lock:
-            return self._store.index.known_message_ids(conversation_id(key), list(ids))
+        return self._writer.known_message_ids(key, ids)
 
     def import_(self, format: str | Importer, paths: Sequence[str | Path], *,
                 keep_going: bool = False, progress: ProgressCallback | None = None,
@@ -239,7 +257,7 @@ class ConversationLog(CatalogQueries):
         The first unreadable conversation raises ImportFailed (``file:line: what``),
         unless `keep_going`: then every failure is in the summary."""
         importer = find_importer(format, max_line_bytes=max_line_bytes)
-        return run_import(self, importer, paths, prices=PriceTable(self._prices),
+        return run_import(self._writer, importer, paths, prices=PriceTable(self._prices),
                           keep_going=keep_going, progress=progress)
 
     def import_conversations(self, format: str,
@@ -248,7 +266,7 @@ class ConversationLog(CatalogQueries):
         """Record conversations an importer read (`convlog watch` reads a file's new
         lines with `Follower.follow`), as `import_` records them: one batch each,
         known message ids skipped, failures listed in the summary."""
-        return record_conversations(self, format, conversations,
+        return record_conversations(self._writer, format, conversations,
                                     prices=PriceTable(self._prices))
 
     def record_injection(self, key: str, context: Context,
@@ -257,8 +275,7 @@ class ConversationLog(CatalogQueries):
         at most once per native session even across processes: False, and nothing
         recorded, when `native_session_id` already got an injection. For hosts that run
         the tiers themselves (the HTTP service does); `resume()` does this for you."""
-        with self._lock:
-            return record_injection(self._store, key, context, native_session_id)
+        return record_injection(self._writer, key, context, native_session_id)
 
     def inject_memory(self, key: str, text: str, memory_ids: Sequence[str] = (), *,
                       block_id: str | None = None, native_session_id: str | None = None
@@ -272,12 +289,10 @@ class ConversationLog(CatalogQueries):
             raise InvalidInput("must be a list of memory ids, not one string",
                                field="memory_ids")
         command = InjectMemory(text=text, memory_ids=list(memory_ids),
-                               native_session_id=native_session_id,
-                               cooldown_turns=self.context_window_depth)
+                               native_session_id=native_session_id)
         if block_id is not None:
             command = msgspec.structs.replace(command, block_id=block_id)
-        with self._lock:
-            return inject(self._store, check_key(key), command)
+        return inject(self._writer, check_key(key), command)
 
     def memory_cooldown(self, key: str) -> dict[str, int]:
         """{memory id: turns left} for the memory ids that must not be injected now."""
@@ -293,7 +308,7 @@ class ConversationLog(CatalogQueries):
 
     def builder(self, model: str | None = None) -> ContextBuilder:
         """A context builder with this log's memory-block cap."""
-        return ContextBuilder(self._store, model, self.max_injected_blocks_in_history)
+        return ContextBuilder(self._writer, model, self.max_injected_blocks_in_history)
 
     # ------------------------------------------------------------------- reading
 
@@ -304,8 +319,8 @@ class ConversationLog(CatalogQueries):
             raise UnknownConversation(key)
         return msgspec.structs.replace(state)
 
-    def info(self, key: str) -> SessionInfo:
-        return session_info(self.state(key))
+    def info(self, key: str) -> ConversationInfo:
+        return conversation_info(self.state(key))
 
     def exists(self, key: str) -> bool:
         return self._store.load(conversation_id(key), check_key(key)).started

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from convlog.domain.conversation import Command, Conversation, conversation_id
+from convlog.domain.conversation import Conversation, conversation_id
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import (
     ConversationCleared,
@@ -21,6 +21,7 @@ from convlog.domain.events import (
 from convlog.domain.memory import InjectMemory
 from convlog.projections.memory import TailLiveness, live_blocks, memory_cooldown
 from convlog.services.context import tail
+from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.mapper import all_topics
 
@@ -47,15 +48,12 @@ def as_block(version: int, event: MemoryInjected) -> MemoryBlock:
                        native_session_id=event.native_session_id)
 
 
-def inject(store: ConversationStore, key: str, command: InjectMemory) -> MemoryBlock:
-    """Record the block; MemoryCooling (nothing written) if a memory id cools down."""
+def inject(writer: Writer, key: str, command: InjectMemory) -> MemoryBlock:
+    """Record the block (the writer redacts its text and sets the log's cooldown);
+    MemoryCooling (nothing written) if a memory id cools down."""
     if not isinstance(command.memory_ids, list | tuple):
         raise InvalidInput("must be a list of memory ids", field="memory_ids")
-
-    def decide(_state: Conversation, _fresh: bool) -> list[Command]:
-        return [command]
-
-    _state, saved = store.execute(conversation_id(key), key, decide)
+    _state, saved = writer.decide(key, lambda _state, _fresh: [command])
     for r in saved:
         if isinstance(r.event, MemoryInjected):
             return as_block(r.version, r.event)

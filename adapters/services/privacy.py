@@ -8,16 +8,17 @@
 * `enable(master)`: makes an unencrypted store encrypted. New events are sealed at
   once; existing ones are re-encrypted conversation by conversation, each in ONE
   transaction, skipping rows already sealed: a killed migration is resumed by
-  running it again. Finally the files are vacuumed and the views (a cache that held
-  plaintext titles) deleted, so no plaintext copy remains.
+  running it again. Finally the files are vacuumed; `ConversationLog.enable_encryption`
+  then deletes the views (a cache that held plaintext titles), so no plaintext copy
+  remains.
+
+Each takes the log's `Writer`: erasure records through the same write steps as any
+other write, and re-encryption holds the same lock.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -25,10 +26,8 @@ from convlog.crypto.errors import NotEncrypted
 from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Forget
 from convlog.domain.errors import InvalidInput
-from convlog.storage.sealed import Sealer, sealed_at
-
-if TYPE_CHECKING:
-    from convlog.services.log import ConversationLog
+from convlog.services.writer import Writer
+from convlog.storage.sealed import sealed_at
 
 
 class ForgetResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -46,56 +45,54 @@ class KeyStatus(msgspec.Struct, frozen=True, kw_only=True):
     users: int
 
 
-def _require_encrypted(log: ConversationLog, what: str) -> Keyring:
-    keyring = log.store.keyring
+def _require_encrypted(writer: Writer, what: str) -> Keyring:
+    keyring = writer.store.keyring
     if not keyring.enabled:
-        raise NotEncrypted(f"{log.config.display} is not encrypted: {what} needs encryption "
+        raise NotEncrypted(f"{writer.store.where} is not encrypted: {what} needs encryption "
                            "(set CONVLOG_KEY or CONVLOG_KEY_FILE and run `convlog keys enable`)")
     return keyring
 
 
-def forget(log: ConversationLog, user: str, requested_by: str | None = None) -> ForgetResult:
+def forget(writer: Writer, user: str, requested_by: str | None = None) -> ForgetResult:
     """Mark every conversation of `user` forgotten, THEN destroy the keys: a crash in
     between leaves marked conversations still readable, and re-running finishes."""
     if not isinstance(user, str) or not user:
         raise InvalidInput("the user to forget must be a non-empty string", field="user")
-    keyring = _require_encrypted(log, "forgetting a user")
-    store = log.store
+    keyring = _require_encrypted(writer, "forgetting a user")
+    store = writer.store
     keys = []
     for stream in store.keys.streams_of_user(user):
         key = store.load(stream, "", fresh=True).key
-        log.execute(key, [Forget(user=user, requested_by=requested_by)])
+        writer.execute(key, [Forget(user=user, requested_by=requested_by)])
         keys.append(key)
     destroyed = keyring.forget(user)
     store.keys.erase()  # also when no key was left: a previous run may have been cut short
     return ForgetResult(user=user, conversations=keys, keys_destroyed=len(destroyed))
 
 
-def rotate(log: ConversationLog, new_master: bytes) -> int:
+def rotate(writer: Writer, new_master: bytes) -> int:
     """Returns how many data keys were re-wrapped."""
-    return _require_encrypted(log, "key rotation").rotate(new_master)
+    return _require_encrypted(writer, "key rotation").rotate(new_master)
 
 
-def status(log: ConversationLog) -> KeyStatus:
-    keyring = log.store.keyring
+def status(writer: Writer) -> KeyStatus:
+    keyring = writer.store.keyring
     counts = keyring.status() if keyring.enabled else {"live": 0, "destroyed": 0, "users": 0}
     return KeyStatus(encrypted=keyring.enabled, store_id=keyring.store_id,
                      live_keys=counts["live"], destroyed_keys=counts["destroyed"],
                      users=counts["users"])
 
 
-def enable(log: ConversationLog, master: bytes,
+def enable(writer: Writer, master: bytes,
            progress: Callable[[str, int], None] | None = None) -> int:
-    """Encrypt the store opened (without a key) as `log`; returns how many events were
-    re-encrypted by this run. `progress(key, events)` after each conversation."""
-    store = log.store
-    if not store.keyring.enabled:
-        store.keyring = Keyring.enable(store.keys, master, log.config.display)
-        store.codec.sealer = Sealer(store.keyring,
-                                    msgspec.json.Encoder(decimal_format="number"))
+    """Encrypt the store opened (without a key) behind `writer`; returns how many
+    events were re-encrypted by this run. `progress(key, events)` after each
+    conversation. The caller deletes the views afterwards (they may hold plaintext)."""
+    store = writer.store
+    store.enable_encryption(master)
     codec, total = store.codec, 0
     for stream in store.keys.all_streams():
-        with log.write_lock:  # one writer per process, as for appends
+        with writer.lock:  # one writer per process, as for appends
             rows = store.recorder.select_events(stream)
             user = None
             plain = []
@@ -113,16 +110,4 @@ def enable(log: ConversationLog, master: bytes,
         if progress is not None:
             progress(store.load(stream, "").key, len(plain))
     store.keys.erase(vacuum=True)
-    _drop_views(log)
     return total
-
-
-def _drop_views(log: ConversationLog) -> None:
-    """The views may hold plaintext from before encryption: delete the file (a cache,
-    rebuilt on next use, this time from public fields only)."""
-    views = log.analytics.views
-    views.close()
-    if views.path is not None:
-        for path in (views.path, Path(f"{views.path}.wal")):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()

@@ -3,7 +3,10 @@ it is stored (text, thinking, tool arguments, tool results), never after.
 
 The hook is any ``str -> str`` function (`convlog.redact_secrets` is the built-in
 one). Tool arguments must stay JSON: a hook that breaks them is refused with the
-field named, rather than storing arguments no agent could replay.
+field named, rather than storing arguments no agent could replay. Besides messages,
+every other text a write stores from outside convlog passes the hook too: memory
+blocks, summaries (the host's summarizer wrote them), injected history and the error
+text of a failed resume tier (`redact_command`; the writer applies it to every command).
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from convlog.domain.content import (
     ToolUsePart,
     check_json_arguments,
 )
+from convlog.domain.conversation import AppendMessages, Command, RecordFact
 from convlog.domain.errors import InvalidInput
+from convlog.domain.events import HistoryInjected, ResumeFailed, SummaryRecorded
+from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
 
 Redactor = Callable[[str], str]
@@ -69,3 +75,27 @@ def redact_message(redact: Redactor, message: Message) -> Message:
                       arguments=_arguments(redact, c.arguments, f"tool_calls[{i}].arguments"))
              for i, c in enumerate(message.tool_calls)]
     return msgspec.structs.replace(message, content=content, tool_calls=calls)
+
+
+def redact_command(redact: Redactor, command: Command) -> Command:
+    """`command` with the hook applied to every text it would store (the same command
+    when it stores none). Items that are not Messages are left for the domain to
+    refuse with its own error."""
+    if isinstance(command, AppendMessages):
+        return msgspec.structs.replace(command, messages=[
+            redact_message(redact, m) if isinstance(m, Message) else m
+            for m in command.messages])
+    if isinstance(command, InjectMemory) and isinstance(command.text, str):
+        return msgspec.structs.replace(command, text=_apply(redact, command.text, "text"))
+    if isinstance(command, RecordFact):
+        event = command.event
+        if isinstance(event, SummaryRecorded | HistoryInjected) and isinstance(event.text,
+                                                                                 str):
+            text = _apply(redact, event.text, "text")
+            if text != event.text:
+                return RecordFact(event=msgspec.structs.replace(event, text=text))
+        elif isinstance(event, ResumeFailed) and isinstance(event.error, str):
+            error = _apply(redact, event.error, "error")
+            if error != event.error:
+                return RecordFact(event=msgspec.structs.replace(event, error=error))
+    return command

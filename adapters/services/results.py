@@ -3,11 +3,13 @@ store), so a host can keep them, print them or send them as JSON."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from convlog.domain.conversation import Conversation
+from convlog.domain.renamed import renamed
+from convlog.projections.catalog import ConversationFacts
 
 
 class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -20,25 +22,22 @@ class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
     events: int = 0
 
 
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
-    key: str
-    user: str | None
-    agent: str | None
-    channel: str | None
-    title: str | None
-    workspace: str | None
-    status: str
-    created_at: datetime | None
-    last_active_at: datetime | None
-    message_count: int
+class ConversationInfo(ConversationFacts, frozen=True, kw_only=True):
+    """A conversation's state, as `log.info(key)` reads it from the log."""
+
     version: int
     native_session_id: str | None
     forgotten: bool = False
     """Its user was forgotten: the content is erased, the figures remain."""
 
 
-def session_info(state: Conversation) -> SessionInfo:
-    return SessionInfo(
+__getattr__ = renamed(__name__, {"SessionInfo": "ConversationInfo"}, globals())
+if TYPE_CHECKING:
+    SessionInfo = ConversationInfo  # deprecated
+
+
+def conversation_info(state: Conversation) -> ConversationInfo:
+    return ConversationInfo(
         key=state.key, user=state.user, agent=state.agent, channel=state.channel,
         title=state.title, workspace=state.workspace, status=state.status,
         created_at=state.created_at, last_active_at=state.last_active_at,

@@ -18,14 +18,14 @@ from the exception (TimeoutError -> timeout, NotImplementedError -> unsupported,
 LookupError/FileNotFoundError -> not_found, ConnectionError -> transient; JSON-RPC
 codes -32601 -> unsupported, -32002 -> not_found), and otherwise ``error``. A tier
 never crashes the host: every failure becomes a recorded outcome.
+
+This module holds the tiers' types and the bookkeeping of one resume (`ResumeRun`);
+convlog.services.tiers runs them, blocking or as coroutines, with one plan.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import inspect
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -50,14 +50,14 @@ from convlog.domain.events import (
 from convlog.projections.context import Budget
 from convlog.projections.formats import check_format
 from convlog.services.context import Context, ContextBuilder, is_async_callable
-from convlog.storage.application import ConversationStore
+from convlog.services.writer import Writer
 
 MAX_ERROR_CHARS = 500
 
 _NOW = datetime(1970, 1, 1, tzinfo=UTC)  # facts are stamped when recorded
 
 
-def record_injection(store: ConversationStore, key: str, context: Context,
+def record_injection(writer: Writer, key: str, context: Context,
                      native: str | None) -> bool:
     """Record HistoryInjected for `native` unless that native session already got one.
 
@@ -77,7 +77,7 @@ def record_injection(store: ConversationStore, key: str, context: Context,
             return []
         return [RecordFact(event=event)]
 
-    _state, saved = store.execute(conversation_id(key), key, once)
+    _state, saved = writer.decide(key, once)
     return bool(saved)
 
 
@@ -180,7 +180,7 @@ class ResumeRun:
     def __init__(self, builder: ContextBuilder, key: str, budget: Budget, fmt: str,
                  exclude: frozenset[str]):
         self.builder = builder
-        self.store = builder.store
+        self.writer = builder.writer
         self.key = key
         self.budget = budget
         self.format = fmt
@@ -188,10 +188,10 @@ class ResumeRun:
         check_format(fmt)  # before any tier runs: a bad format must not waste a session
         self.attempts: list[Attempt] = []
         # An unknown conversation is fine here: recording the first attempt starts it.
-        self.bound = self.store.load(conversation_id(key), key).native_session_id
+        self.bound = self.writer.store.load(conversation_id(key), key).native_session_id
 
     def _record(self, *commands: Command) -> None:
-        self.store.execute(conversation_id(self.key), self.key, lambda _s, _f: list(commands))
+        self.writer.execute(self.key, commands)
 
     def start(self, tier: Tier) -> TierCall | None:
         """Record the attempt; None when the tier must not be called."""
@@ -231,7 +231,7 @@ class ResumeRun:
 
     def injected(self, native: str | None, context: Context) -> bool:
         """Record the injection; False when another writer injected first."""
-        return record_injection(self.store, self.key, context, native)
+        return record_injection(self.writer, self.key, context, native)
 
     def outcome(self, tier: Tier | None, native: str | None,
                 injection: Context | None = None, already: bool = False) -> ResumeOutcome:
@@ -239,133 +239,3 @@ class ResumeRun:
                              native_session_id=native, fresh=bool(tier and tier.is_fresh),
                              attempts=list(self.attempts), injection=injection,
                              already_injected=already)
-
-
-def check_tiers(tiers: Sequence[Tier], *, sync: bool) -> None:
-    """Everything that can be checked before a tier runs is checked here."""
-    if not tiers:
-        raise InvalidInput("give at least one tier", field="tiers")
-    for i, tier in enumerate(tiers):
-        if not isinstance(tier, Tier):
-            raise InvalidInput(f"expected a convlog.Tier, got {type(tier).__name__}",
-                               field=f"tiers[{i}]")
-        if sync and tier.is_async:
-            raise InvalidInput("async tiers need the async API (convlog.open_async)",
-                               field=f"tier {tier.strategy!r}.run")
-
-
-_AWAITABLE_ON_SYNC = TierFailed(
-    "error", "the tier returned an awaitable: async tiers need convlog.open_async()")
-
-
-def _call_with_timeout(tier: Tier, call: TierCall) -> Any:
-    if tier.timeout is None:
-        return tier.run(call)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1,
-                                                 thread_name_prefix="convlog-tier")
-    try:
-        return pool.submit(tier.run, call).result(timeout=tier.timeout)
-    except concurrent.futures.TimeoutError:
-        raise TimeoutError(f"tier {tier.strategy!r} did not answer within "
-                           f"{tier.timeout:g}s") from None
-    finally:
-        pool.shutdown(wait=False)  # a hung tier keeps its thread; the host goes on
-
-
-def resume(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
-           summarizer_name: str | None = None) -> ResumeOutcome:
-    check_tiers(tiers, sync=True)
-    for tier in tiers:
-        call = run.start(tier)
-        if call is None:
-            continue
-        started = time.perf_counter()
-        try:
-            result = _call_with_timeout(tier, call)
-        except Exception as exc:
-            run.failed(tier, exc, (time.perf_counter() - started) * 1000)
-            continue
-        latency = (time.perf_counter() - started) * 1000
-        if inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()  # never awaited: say so instead of a runtime warning
-            run.failed(tier, _AWAITABLE_ON_SYNC, latency)
-            continue
-        if result is False:
-            run.failed(tier, TierFailed("error", "the tier reported failure"), latency)
-            continue
-        native = run.succeeded(tier, result, latency)
-        if not tier.is_fresh:
-            return run.outcome(tier, native)
-        if not run.needs_injection(native):
-            return run.outcome(tier, native, already=True)
-        try:
-            context = run.builder.build(run.key, run.budget, run.format, run.exclude,
-                                        summarizer, summarizer_name)
-        except Exception:  # the host's summarizer failed: inject without a new summary
-            context = run.builder.build(run.key, run.budget, run.format, run.exclude,
-                                        None, None)
-        if context.message_count == 0 and not context.summarized:
-            return run.outcome(tier, native)  # nothing to remember: nothing injected
-        if not run.injected(native, context):  # another process won the race
-            return run.outcome(tier, native, already=True)
-        return run.outcome(tier, native, context)
-    return run.outcome(None, run.bound)
-
-
-async def resume_async(run: ResumeRun, tiers: Sequence[Tier], summarizer: Any = None,
-                       summarizer_name: str | None = None) -> ResumeOutcome:
-    import asyncio  # here, not at import time: a synchronous host never pays for it
-
-    check_tiers(tiers, sync=False)
-    for tier in tiers:
-        call = await asyncio.to_thread(run.start, tier)
-        if call is None:
-            continue
-        started = time.perf_counter()
-        try:
-            result = await asyncio.wait_for(_run_async(tier, call), tier.timeout)
-        except TimeoutError:
-            await asyncio.to_thread(run.failed, tier, TimeoutError(
-                f"tier {tier.strategy!r} did not answer within {tier.timeout:g}s"),
-                (time.perf_counter() - started) * 1000)
-            continue
-        except Exception as exc:
-            await asyncio.to_thread(run.failed, tier, exc,
-                                    (time.perf_counter() - started) * 1000)
-            continue
-        latency = (time.perf_counter() - started) * 1000
-        if result is False:
-            await asyncio.to_thread(run.failed, tier,
-                                    TierFailed("error", "the tier reported failure"), latency)
-            continue
-        native = await asyncio.to_thread(run.succeeded, tier, result, latency)
-        if not tier.is_fresh:
-            return run.outcome(tier, native)
-        if not await asyncio.to_thread(run.needs_injection, native):
-            return run.outcome(tier, native, already=True)
-        try:
-            context = await run.builder.build_async(run.key, run.budget, run.format,
-                                                    run.exclude, summarizer, summarizer_name)
-        except Exception:  # the host's summarizer failed: inject without a new summary
-            context = await run.builder.build_async(run.key, run.budget, run.format,
-                                                    run.exclude, None, None)
-        if context.message_count == 0 and not context.summarized:
-            return run.outcome(tier, native)
-        if not await asyncio.to_thread(run.injected, native, context):
-            return run.outcome(tier, native, already=True)
-        return run.outcome(tier, native, context)
-    return run.outcome(None, run.bound)
-
-
-async def _run_async(tier: Tier, call: TierCall) -> Any:
-    """Await a coroutine tier on the loop; run a plain one in a worker thread, and await
-    what it returns if that is awaitable (``lambda c: client.resume(c)``)."""
-    import asyncio
-
-    if tier.is_async:
-        return await tier.run(call)
-    result = await asyncio.to_thread(tier.run, call)
-    if inspect.isawaitable(result):
-        return await result
-    return result

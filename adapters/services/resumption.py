@@ -10,8 +10,6 @@ on how long they are.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import msgspec
 
 from convlog.domain.errors import InvalidInput
@@ -29,17 +27,10 @@ from convlog.views.analytics import Analytics, CatalogRow
 TOP_AGENTS = 5
 
 
-class ConversationPart(msgspec.Struct, frozen=True, kw_only=True):
+class ConversationPart(ConversationHeader, frozen=True, kw_only=True):
     """One conversation of a `ResumptionContext`: the catalog's row, and how much of it
     the budget let in."""
 
-    key: str
-    title: str | None
-    created_at: datetime | None
-    last_active_at: datetime | None
-    message_count: int
-    tokens: int
-    cost_usd: float | None
     input_tokens: int
     output_tokens: int
     included: int
@@ -169,9 +160,7 @@ def build(builder: ContextBuilder, analytics: Analytics, *, user: str | None,
     for i, row in enumerate(rows):
         w = windows[i] if i < len(windows) else None
         out.append(ConversationPart(
-            key=row.key, title=row.title, created_at=row.created_at,
-            last_active_at=row.last_active_at, message_count=row.message_count,
-            tokens=row.content_tokens, cost_usd=row.cost_usd, input_tokens=row.input_tokens,
+            **msgspec.structs.asdict(_header(row)), input_tokens=row.input_tokens,
             output_tokens=row.output_tokens, in_text=w is not None,
             included=sum(1 for m in w.messages if not m.is_block) if w else 0,
             summarized=w.summary.message_count if w and w.summary else 0))

@@ -28,7 +28,7 @@ from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
 
 from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
-from convlog.domain.events import Event, MessageAppended, Recorded, SessionStarted
+from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
 from convlog.storage.errors import ConcurrencyError, StorageError
 from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics
 from convlog.storage.sealed import Sealer
@@ -61,7 +61,7 @@ def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conver
             state = msgspec.structs.replace(payload)
             continue
         if state is None:
-            if not isinstance(payload, SessionStarted):
+            if not isinstance(payload, ConversationStarted):
                 raise StorageError(
                     f"stream {envelope.originator_id} does not begin with session_started")
             state = Conversation(key=payload.key)
@@ -114,6 +114,7 @@ class ConversationStore(Application[UUID]):
         store is encrypted, and making a new store encrypted; `where` names the
         store in key errors. A key problem raises before anything is written."""
         super().__init__(env)
+        self.where = where
         self._cache: OrderedDict[UUID, Conversation] = OrderedDict()
         self._cache_lock = threading.Lock()
         try:
@@ -122,7 +123,18 @@ class ConversationStore(Application[UUID]):
             self.close()
             raise
         if self.keyring.enabled:
-            self.codec.sealer = Sealer(self.keyring, msgspec.json.Encoder(decimal_format="number"))
+            self._seal()
+
+    def _seal(self) -> None:
+        self.codec.sealer = Sealer(self.keyring, msgspec.json.Encoder(decimal_format="number"))
+
+    def enable_encryption(self, master_key: bytes) -> None:
+        """Make this unencrypted store encrypted: a key ring under `master_key`, and
+        every event stored from now on sealed (re-encrypting the events already stored
+        is `convlog.services.privacy.enable`'s work). Nothing to do when encrypted."""
+        if not self.keyring.enabled:
+            self.keyring = Keyring.enable(self.keys, master_key, self.where)
+            self._seal()
 
     @property
     def keys(self) -> Any:

@@ -17,7 +17,7 @@ import msgspec
 
 from convlog.accounting.prices import PriceTable
 from convlog.domain.errors import InvalidInput
-from convlog.projections.catalog import CATALOG
+from convlog.projections.catalog import CATALOG, ConversationFacts
 from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
@@ -54,17 +54,9 @@ _USAGE_SUMS = """
 """
 
 
-class CatalogRow(msgspec.Struct, frozen=True, kw_only=True):
-    key: str
-    user: str | None
-    agent: str | None
-    channel: str | None
-    title: str | None
-    workspace: str | None
-    status: str
-    created_at: datetime | None
-    last_active_at: datetime | None
-    message_count: int
+class CatalogRow(ConversationFacts, frozen=True, kw_only=True):
+    """A conversation of the session catalog, with its token and cost totals."""
+
     content_tokens: int
     input_tokens: int
     output_tokens: int

@@ -57,7 +57,7 @@ def test_everything_reads_back_and_no_row_shows_content(
         for value in [*canaries("alice").values(), *canaries("").values()]:
             assert value.encode() not in raw
         assert b'"$sealed":"' in raw and b'"role":"assistant"' in raw  # public stays public
-        status = privacy.status(log)
+        status = privacy.status(log.writer)
         assert status.encrypted and status.live_keys == 2 and status.users == 1
 
 
@@ -84,7 +84,7 @@ def test_forget_through_the_api(url: str, tmp_path: Path,
         assert rows["a"].forgotten and not rows["b"].forgotten
         with pytest.raises(convlog.ConversationForgotten):
             log.append("a", convlog.user("more"))
-        assert privacy.status(log).destroyed_keys == 1
+        assert privacy.status(log.writer).destroyed_keys == 1
     finally:
         log.close()
 
@@ -97,7 +97,7 @@ def test_rotation_and_a_wrong_key(url: str, tmp_path: Path,
     with _open(url, tmp_path) as log:
         log.conversation("a", user="alice").append(convlog.user("hello"))
         new = convlog.generate_key()
-        assert privacy.rotate(log, bytes.fromhex(new)) == 1
+        assert privacy.rotate(log.writer, bytes.fromhex(new)) == 1
         log.conversation("a2", user="alice").append(convlog.user("after rotation"))
         count = len(log.events("a"))
     with pytest.raises(convlog.WrongKey):  # the old key
@@ -131,9 +131,9 @@ def test_keys_enable_encrypts_what_was_written_before(
         assert canaries("alice")["text"].encode() in _stored_bytes(log, ["a"])
         master = bytes.fromhex(convlog.generate_key())
         reported: list[tuple[str, int]] = []
-        assert privacy.enable(log, master, lambda k, n: reported.append((k, n))) > 0
+        assert log.enable_encryption(master, lambda k, n: reported.append((k, n))) > 0
         assert reported and reported[0][0] == "a"
-        assert privacy.enable(log, master) == 0  # a second run finds nothing left to do
+        assert log.enable_encryption(master) == 0  # a second run finds nothing left to do
         raw = _stored_bytes(log, ["a"])
         for value in canaries("alice").values():
             assert value.encode() not in raw

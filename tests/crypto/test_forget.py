@@ -116,7 +116,6 @@ def test_forget_after_keys_enable_erases_the_plaintext_written_before(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The harder case: the user's content was first written in plaintext (and copied
     into the views); `keys enable` re-encrypts it; then the user is forgotten."""
-    from convlog.services import privacy
 
     no_key(monkeypatch)
     with _open(tmp_path) as log:
@@ -130,7 +129,7 @@ def test_forget_after_keys_enable_erases_the_plaintext_written_before(
     with convlog.ConversationLog(f"sqlite:///{tmp_path / 'c.db'}",
                                  views=str(tmp_path / "c.duckdb"), preload_tokenizer=False,
                                  master_key=None) as log:
-        assert privacy.enable(log, master) > 0
+        assert log.enable_encryption(master) > 0
     with _open(tmp_path) as log:
         assert log.messages("b1")[0].content == canaries("bob")["text"]
         log.forget(user="alice")

@@ -216,7 +216,7 @@ def test_a_forget_or_rotation_in_another_process_reaches_this_one(
 
         from convlog.services import privacy
 
-        privacy.rotate(admin, bytes.fromhex(generate_key()))
+        privacy.rotate(admin.writer, bytes.fromhex(generate_key()))
         host.append("a2", convlog.user("existing keys keep working"))
         with pytest.raises(convlog.WrongKey, match="rotated by another process"):
             host.conversation("b", user="bob").append(convlog.user("needs a new key"))

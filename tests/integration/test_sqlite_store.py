@@ -12,8 +12,9 @@ import pytest
 
 import convlog
 import convlog.storage.sqlite_wal
-from convlog.domain.conversation import conversation_id, fold
+from convlog.domain.conversation import conversation_id
 from convlog.storage.application import SNAPSHOT_INTERVAL
+from tests.folds import fold
 
 
 def test_data_survives_reopening(sqlite_url: str) -> None:

@@ -20,10 +20,8 @@ from convlog.domain.conversation import (
     StartSession,
     conversation_id,
     decide,
-    decide_all,
     decide_and_evolve,
     evolve,
-    fold,
 )
 from convlog.domain.errors import InvalidInput, SystemMessageRejected, UnknownConversation
 from convlog.domain.events import (
@@ -35,6 +33,7 @@ from convlog.domain.events import (
     SessionReactivated,
     SessionStarted,
 )
+from tests.folds import decide_all, fold
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convlog.domain.conversation import Conversation, decide_all, evolve
+from convlog.domain.conversation import Conversation, evolve
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
     ConversationCleared,
@@ -36,6 +36,7 @@ from convlog.domain.memory import (
 from convlog.projections.context import Budget, select_window
 from convlog.projections.formats import render
 from convlog.projections.memory import TailLiveness, lifetimes, live_blocks
+from tests.folds import decide_all
 
 AT = datetime(2026, 1, 2, tzinfo=UTC)
 

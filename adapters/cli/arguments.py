@@ -1,0 +1,183 @@
+"""What each `convlog` command takes on its command line, and the checks made before
+anything is opened. Commands with a module of their own (import, watch, acp, serve,
+keys, export --otel) declare their arguments there; convlog.cli.registry names them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+
+from convlog.cli import otel
+from convlog.domain.errors import InvalidInput
+from convlog.projections.formats import FORMATS
+from convlog.projections.replay_views import VIEWS, parse_point
+from convlog.projections.view_model import parse_time
+from convlog.services.jsonlines import LINE_TYPES
+from convlog.views.analytics import COST_GROUPS
+from convlog.views.telemetry import TELEMETRY_GROUPS
+
+
+class UsageError(Exception):
+    """A command line that makes no sense: exit status 2."""
+
+
+def positive_int(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number > 0, got {text!r}")
+    return int(text)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def parse_date(text: str) -> datetime:
+    try:
+        return parse_time(text, "since")
+    except InvalidInput:
+        raise argparse.ArgumentTypeError(
+            f"expected a date like 2026-01-31 or an ISO time, got {text!r}") from None
+
+
+def parse_at(args: argparse.Namespace) -> int | datetime | None:
+    """`--at` (or its older name `--until`): a version, or a time (naive = UTC)."""
+    given = [(o, getattr(args, d, None)) for o, d in (("--at", "at"), ("--until", "until"))
+             if getattr(args, d, None) is not None]
+    if len(given) > 1:
+        raise UsageError("give --at or --until, not both (they mean the same)")
+    if not given:
+        return None
+    option, text = given[0]
+    try:
+        return parse_point(text, option)
+    except InvalidInput as exc:
+        raise UsageError(f"{option}: {exc.reason}") from None
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def key(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key")
+
+
+def key_and_reason(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key")
+    p.add_argument("--reason")
+
+
+def record(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key", help="conversation key, e.g. discord:thread:42")
+    p.add_argument("file", nargs="?", default="-", help="JSON Lines file (default: stdin)")
+    p.epilog = f"line types: {', '.join(LINE_TYPES)}"
+
+
+def sessions(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", action="store_true", help="include archived conversations")
+    p.add_argument("--user", help="only this user's conversations")
+    p.add_argument("--agent", help="only this agent's conversations")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="at most N rows")
+
+
+def costs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--by", choices=COST_GROUPS, default="model")
+    p.add_argument("--since", type=parse_date, metavar="DATE",
+                   help="only messages from this day (YYYY-MM-DD, UTC) or time on")
+
+
+def telemetry(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--by", choices=TELEMETRY_GROUPS, default="strategy")
+    p.add_argument("--since", type=parse_date, metavar="DATE")
+    p.add_argument("--chart", metavar="FILE.png",
+                   help="also draw the success rate per strategy over time (needs matplotlib)")
+
+
+def sql(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query")
+    p.add_argument("--csv", action="store_true", help="CSV on stdout")
+
+
+def export(p: argparse.ArgumentParser) -> None:
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--parquet", metavar="DIR", help="one .parquet per view")
+    to.add_argument("--otel", action="store_true",
+                    help="turns and resume attempts as spans (GenAI conventions) to "
+                         "$OTEL_EXPORTER_OTLP_ENDPOINT, each event once")
+    otel.add_arguments(p)
+
+
+def check_export(args: argparse.Namespace) -> None:
+    if not args.otel and otel.given(args):
+        raise UsageError("--follow, --from, --with-content, --state and --interval "
+                         "go with --otel")
+
+
+def expire(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--idle-days", type=positive_float, required=True, metavar="N")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be archived")
+
+
+def views(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", choices=("refresh", "rebuild"), default="refresh")
+    p.add_argument("--follow", action="store_true",
+                   help="then keep them current until SIGINT/SIGTERM (PostgreSQL: "
+                        "LISTEN/NOTIFY; SQLite: polling)")
+    p.add_argument("--interval", type=positive_float, default=0.5, metavar="SECONDS",
+                   help="SQLite polling interval with --follow (default 0.5)")
+
+
+AT_HELP = "as of this position, or this time (UTC unless it has an offset)"
+
+
+def replay(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key")
+    p.add_argument("--view", choices=VIEWS,
+                   help="user: what the user saw; agent: what the agent received, in order "
+                        "(default: every event, one line each)")
+    p.add_argument("--at", metavar="VERSION|ISO-TIME", help=AT_HELP)
+    p.add_argument("--until", metavar="VERSION|ISO-TIME", help="the same as --at")
+
+
+def diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key")
+    p.add_argument("--at", metavar="VERSION|ISO-TIME", help=AT_HELP)
+
+
+def check_at(args: argparse.Namespace) -> None:
+    """Usage errors come before opening anything; `args.at` becomes the point."""
+    args.at = args.until = parse_at(args)
+
+
+def context(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key", nargs="?", help="the conversation (omit with --user/--workspace)")
+    p.add_argument("--user", help="a context across this user's recent conversations")
+    p.add_argument("--workspace", help="a context across this workspace's recent "
+                                       "conversations (with --user: both must match)")
+    p.add_argument("--conversations", type=positive_int, default=3, metavar="N",
+                   help="with --user/--workspace: the N most recent (default 3)")
+    p.add_argument("--tokens", type=positive_int, default=10_000, metavar="N",
+                   help="token budget of the whole text (default 10000)")
+    p.add_argument("--messages", type=positive_int, default=30, metavar="N",
+                   help="at most N messages (default 30)")
+    p.add_argument("--chars", type=positive_int, default=2_000, metavar="N",
+                   help="cut each message at N characters (default 2000)")
+    p.add_argument("--format", choices=FORMATS, default="xml")
+    p.add_argument("--exclude", action="append", default=[], metavar="MESSAGE_ID",
+                   help="leave this message out (the one being sent now); repeatable")
+    p.add_argument("--model", help="count tokens with this model's tokenizer")
+
+
+def html(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.html")
+
+
+def report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", required=True, metavar="DIR")

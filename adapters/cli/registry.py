@@ -1,0 +1,101 @@
+"""Every `convlog` command, declared once: its name and help, the arguments it takes,
+the checks made before anything is opened, what runs it, and whether it may create a
+database. The parser and `main` are built from this table only, so a command is
+added here, in one place (its functions live where they belong: `commands`,
+`arguments`, or a module of its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from convlog.cli import acp, arguments, commands, importing, keys, pages, serve, views, watch
+from convlog.services.log import ConversationLog
+
+Arguments = Callable[[argparse.ArgumentParser], None]
+Check = Callable[[argparse.Namespace], None]
+Run = Callable[[ConversationLog, argparse.Namespace], None]
+RunOnUrl = Callable[[str | None, argparse.Namespace], None]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    arguments: Arguments
+    run: Run | None = None
+    """Runs with the log opened from --db."""
+    run_on_url: RunOnUrl | None = None
+    """Instead of `run`: opens the store itself from the --db URL (`keys enable` must
+    open it without a key)."""
+    creates_database: bool = False
+    """Writing commands may create the database; reading ones never do."""
+    check: Check | None = None
+    """Usage checks before anything is opened (UsageError: exit status 2)."""
+
+    def __post_init__(self) -> None:
+        assert (self.run is None) != (self.run_on_url is None), self.name
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("record", "record JSON Lines events (stdin or FILE) as ONE atomic batch",
+            arguments.record, commands.cmd_record, creates_database=True),
+    Command("import", "import other tools' history (Claude Code, OpenAI messages, Codex)",
+            importing.add_arguments, importing.cmd_import, creates_database=True,
+            check=importing.check),
+    Command("watch", "record a tool's transcripts as they are written, until stopped "
+                     "(needs convlog[watch])",
+            watch.add_arguments, watch.cmd_watch, creates_database=True),
+    Command("sessions", "the session catalog: resumable conversations, newest first",
+            arguments.sessions, commands.cmd_sessions),
+    Command("costs", "tokens and USD, grouped", arguments.costs, commands.cmd_costs),
+    Command("telemetry", "resume success per tier, fallback rate and cost, memory lost",
+            arguments.telemetry, commands.cmd_telemetry),
+    Command("sql", "run SQL over the views (tables and views: see the README)",
+            arguments.sql, commands.cmd_sql),
+    Command("export", "write every view to Parquet files, or send the log to an "
+                      "OpenTelemetry receiver (--otel, needs convlog[otel])",
+            arguments.export, commands.cmd_export, check=arguments.check_export),
+    Command("expire", "archive conversations idle for N days (deletes nothing)",
+            arguments.expire, commands.cmd_expire),
+    Command("views", "the DuckDB read models: catch up, rebuild, or follow the log",
+            arguments.views, commands.cmd_views),
+    Command("show", "the messages of a conversation as the user saw them",
+            arguments.key, commands.cmd_show),
+    Command("replay", "every event of a conversation (the debugging view), or with "
+                      "--view what the user saw / what the agent received",
+            arguments.replay, commands.cmd_replay, check=arguments.check_at),
+    Command("diff", "where the user's and the agent's views part: messages missing "
+                    "from the agent's context, injected text, resumes that injected "
+                    "nothing",
+            arguments.diff, views.cmd_diff, check=arguments.check_at),
+    Command("context", "the history a fresh agent session would get, cut to a budget; "
+                       "with --user/--workspace, across their recent conversations",
+            arguments.context, commands.cmd_context),
+    Command("acp", "a stdio ACP proxy in front of an agent: records every "
+                   "conversation, and resumes sessions the agent forgot",
+            acp.add_arguments, acp.cmd_acp, creates_database=True),
+    Command("html", "one self-contained HTML page: timeline, the user's and the "
+                    "agent's views side by side",
+            arguments.html, pages.cmd_html),
+    Command("report", "an HTML report: every conversation (filterable, sortable) and "
+                      "resume health as charts",
+            arguments.report, pages.cmd_report),
+    Command("archive", "archive a conversation (nothing is deleted)",
+            arguments.key_and_reason, commands.state_change("archive")),
+    Command("reactivate", "make an archived conversation resumable again",
+            arguments.key, commands.state_change("reactivate")),
+    Command("clear", "start a new epoch: later context starts empty",
+            arguments.key_and_reason, commands.state_change("clear")),
+    Command("serve", "the log as an HTTP service (needs convlog[http])",
+            serve.add_arguments, serve.cmd_serve, creates_database=True),
+    Command("keys", "encryption at rest: generate a key, show status, encrypt a store "
+                    "(enable), rotate the master key",
+            keys.keys_arguments, run_on_url=keys.run_keys),
+    Command("forget", "erase a user: destroy their data key (crypto-shredding); counts "
+                      "and costs stay",
+            keys.forget_arguments, keys.cmd_forget),
+)
+BY_NAME = {c.name: c for c in COMMANDS}

@@ -1,0 +1,50 @@
+"""How a log is opened: the options of `convlog.open`, `convlog.open_async` and
+`AsyncConversationLog.open`, defined once.
+
+Each opener keeps an explicit, typed signature (what an editor shows and mypy
+checks), and hands the log ONE `LogOptions` value, so the log reads every option from
+one place. tests/unit/test_api_parity.py checks that every opener takes exactly these
+fields, with these defaults, and passes each one on: a new option is a field here,
+and the test names each signature that still lacks it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from convlog.accounting.prices import ModelPrice
+from convlog.domain.memory import check_depth
+from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
+from convlog.services.redacting import Redactor
+
+
+class LogOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """The options of an open log (none is stored: they may differ between opens)."""
+
+    create: bool = True
+    """False: a missing SQLite file is an error instead of a new database."""
+    prices: dict[str, ModelPrice] | None = None
+    """Your own USD per million tokens for some models (they win over the bundled table)."""
+    views: str | Path | None = None
+    """The DuckDB file of read models (default: next to the database, convlog.duckdb)."""
+    preload_tokenizer: bool = True
+    """A writable log loads the token counter in a background thread (~0.3 s, ~45 MiB)
+    so the first append does not wait; a host that gives every message's `tokens` and
+    builds no context can pass False, and then never loads it."""
+    max_injected_blocks_in_history: int = DEFAULT_CAP
+    """Memory blocks live in every context (0: a block lives for its own turn only)."""
+    context_window_depth: int = DEFAULT_DEPTH
+    """Turns before a memory id may be injected again (0: no cooldown)."""
+    redact: Redactor | None = None
+    """A ``str -> str`` function applied to every text a write stores (messages, memory
+    blocks, summaries, errors) before anything is stored or counted
+    (`convlog.redact_secrets` is the built-in scrubber); off by default."""
+
+    def checked(self) -> LogOptions:
+        """The options, with the memory rule's numbers checked (a typed error naming
+        the option otherwise)."""
+        check_cap(self.max_injected_blocks_in_history)
+        check_depth(self.context_window_depth)
+        return self

@@ -1,0 +1,130 @@
+"""The unit of work: every write of a process goes through one `Writer`, and only it.
+
+A write takes the same steps whichever use case makes it (a turn, a `record` batch,
+a resume attempt, a summary, a memory block, a retraction, an injection, an import,
+an erasure): the host's redaction of every text it will store, exact token counts,
+the log's memory cooldown, then the decision under the process's write lock (SQLite
+has one writer anyway; other processes are ordered by the store's optimistic
+concurrency) and, on a retry after a conflict, the message ids already recorded.
+
+The services that write (resume, context summaries, memory, live items, privacy,
+the import driver) are handed this object, never the whole `ConversationLog`: a new
+write path cannot skip a step, because there is no other way to the store's write.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from convlog.accounting.tokens import count_tokens, with_token_count
+from convlog.domain.conversation import (
+    AppendMessages,
+    Command,
+    Conversation,
+    RecordFact,
+    conversation_id,
+)
+from convlog.domain.events import HistoryInjected, MessageAppended, Recorded, SummaryRecorded
+from convlog.domain.memory import InjectMemory
+from convlog.domain.messages import Message
+from convlog.projections.memory import DEFAULT_DEPTH
+from convlog.services.redacting import Redactor, redact_command
+from convlog.services.results import AppendResult
+from convlog.storage.application import ConversationStore
+
+Decide = Callable[[Conversation, bool], Sequence[Command]]
+"""Commands chosen inside the write: (the state written to, whether it was just read
+fresh after a conflict) -> commands. Called again on every retry."""
+
+
+class Writer:
+    """The write side of one open log: the lock and the steps of every write."""
+
+    def __init__(self, store: ConversationStore, *, redact: Redactor | None = None,
+                 context_window_depth: int = DEFAULT_DEPTH):
+        self.store = store
+        """The store, for reads (writes go through `execute` and `decide`)."""
+        self.redact = redact
+        self.context_window_depth = context_window_depth
+        self.lock = threading.RLock()
+        """Held by every write of this process (maintenance takes it too)."""
+
+    def prepare(self, commands: Sequence[Command]) -> list[Command]:
+        """The steps before a decision: redaction first (before anything else sees the
+        text, token counts included), then token counts, then the memory cooldown."""
+        out: list[Command] = []
+        for command in commands:
+            if self.redact is not None:
+                redacted = redact_command(self.redact, command)
+                if redacted is not command and isinstance(redacted, RecordFact):
+                    redacted = _recounted(redacted)
+                command = redacted
+            if isinstance(command, AppendMessages):
+                command = msgspec.structs.replace(
+                    command, messages=[with_token_count(m) for m in command.messages])
+            elif isinstance(command, InjectMemory):
+                command = msgspec.structs.replace(
+                    command, cooldown_turns=self.context_window_depth)
+            out.append(command)
+        return out
+
+    def execute(self, key: str, commands: Sequence[Command],
+                origins: Sequence[str] | None = None) -> AppendResult:
+        """Decide and record a batch of commands atomically (all or nothing)."""
+        prepared = self.prepare(commands)
+        ids = [m.id for c in prepared if isinstance(c, AppendMessages) for m in c.messages
+               if isinstance(m, Message)]
+        state, saved = self._write(key, lambda _state, _fresh: prepared, origins)
+        appended = [r.event.message_id for r in saved if isinstance(r.event, MessageAppended)]
+        new = set(appended)
+        return AppendResult(version=state.version, appended=appended,
+                            skipped=[i for i in ids if i not in new], events=len(saved))
+
+    def decide(self, key: str, decide: Decide, origins: Sequence[str] | None = None
+               ) -> tuple[Conversation, list[Recorded]]:
+        """Record what `decide` chooses against the state being written to (a
+        retraction picks its message, an injection checks its native session): each
+        attempt's commands take the same steps. Returns the new state and what was
+        saved ([] when `decide` chose nothing)."""
+        return self._write(key, lambda state, fresh: self.prepare(decide(state, fresh)),
+                           origins)
+
+    def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` the conversation already holds (indexed queries; an unknown
+        conversation holds none)."""
+        with self.lock:
+            return self.store.index.known_message_ids(conversation_id(key), list(ids))
+
+    def _write(self, key: str, choose: Decide, origins: Sequence[str] | None
+               ) -> tuple[Conversation, list[Recorded]]:
+        cid = conversation_id(key)
+
+        def with_known_ids(state: Conversation, fresh: bool) -> Sequence[Command]:
+            # Optimistic: the first attempt skips the lookup; a known id makes the
+            # insert conflict on the index, and the retry (fresh) looks ids up.
+            commands = choose(state, fresh)
+            if not fresh or not state.started:
+                return commands
+            ids = [m.id for c in commands if isinstance(c, AppendMessages)
+                   for m in c.messages if isinstance(m, Message)]
+            if not ids:
+                return commands
+            known = frozenset(self.store.index.known_message_ids(cid, ids))
+            return [msgspec.structs.replace(c, known_ids=known)
+                    if isinstance(c, AppendMessages) else c for c in commands]
+
+        with self.lock:
+            return self.store.execute(cid, key, with_known_ids, origins)
+
+
+def _recounted(command: RecordFact) -> RecordFact:
+    """A summary or an injection whose text the redaction changed: its token count
+    is the new text's."""
+    event = command.event
+    if isinstance(event, SummaryRecorded | HistoryInjected):
+        return RecordFact(event=msgspec.structs.replace(
+            event, tokens=count_tokens(event.text)[0]))
+    return command

@@ -1,0 +1,28 @@
+"""Old public names that still work, with a DeprecationWarning when used.
+
+A class renamed for clarity keeps its old name as an alias for a while: the module
+sets `__getattr__ = renamed(__name__, {"Old": "New"}, globals())` (PEP 562), so the
+old name is found only when asked for, and each use says what to write instead.
+Stored formats never depend on these names (events are stored under their tags).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def renamed(module: str, names: Mapping[str, str], namespace: Mapping[str, Any]
+            ) -> Callable[[str], Any]:
+    """A module `__getattr__` serving each old name of `names` as its new one."""
+
+    def __getattr__(name: str) -> Any:
+        new = names.get(name)
+        if new is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} is deprecated: use {new}, the same class under "
+                      "its clearer name", DeprecationWarning, stacklevel=2)
+        return namespace[new]
+
+    return __getattr__

@@ -1,0 +1,43 @@
+"""Renamed public classes: the old names still work, warn when used, and are the very
+same classes; what is stored (event tags) did not change with the names."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import convlog
+from convlog.domain import conversation, events
+from convlog.services import results
+
+OLD_NAMES = [
+    ("convlog", "SessionInfo", convlog.ConversationInfo),
+    ("convlog.services.results", "SessionInfo", results.ConversationInfo),
+    ("convlog.domain.events", "SessionStarted", events.ConversationStarted),
+    ("convlog.domain.events", "SessionArchived", events.ConversationArchived),
+    ("convlog.domain.events", "SessionReactivated", events.ConversationReactivated),
+    ("convlog.domain.conversation", "StartSession", conversation.StartConversation),
+]
+
+
+@pytest.mark.parametrize(("module", "old", "new"), OLD_NAMES)
+def test_an_old_name_is_the_new_class_and_says_so(module: str, old: str, new: type) -> None:
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: use {new.__name__}"):
+        found = getattr(importlib.import_module(module), old)
+    assert found is new
+    with pytest.warns(DeprecationWarning, match=old):  # every use warns, not the first only
+        exec(f"from {module} import {old}", {})
+
+
+def test_the_stored_names_did_not_change() -> None:
+    assert [events.ConversationStarted.event_name(), events.ConversationArchived.event_name(),
+            events.ConversationReactivated.event_name()] == [
+        "session_started", "session_archived", "session_reactivated"]
+
+
+@pytest.mark.parametrize("module", [events, conversation, results, convlog])
+def test_unknown_names_are_still_attribute_errors(module: object) -> None:
+    missing = "NoSuchThing"
+    with pytest.raises(AttributeError, match=missing):
+        getattr(module, missing)
