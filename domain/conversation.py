@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from convlog.domain.content import check_unicode
+from convlog.domain.content import check_token_count, check_unicode
 from convlog.domain.errors import ConversationForgotten, InvalidInput, UnknownConversation
 from convlog.domain.events import (
     ConversationArchived,
@@ -379,6 +379,5 @@ def _checked_fact(event: Event, state: Conversation) -> Event:
                 f"range {event.from_version}..{event.to_version} is outside the log "
                 f"(0..{state.version})", field="from_version")
         for name in ("message_count", "tokens"):
-            if getattr(event, name) < 0:
-                raise InvalidInput("cannot be negative", field=name)
+            check_token_count(getattr(event, name), name)
     return event
