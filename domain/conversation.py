@@ -248,6 +248,10 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
             raise UnknownConversation(state.key)
         return []
     if isinstance(command, StartConversation):
+        if state.started and command.user is not None and state.user is not None \
+                and command.user != state.user:  # dropping it would misfile the user's text
+            raise InvalidInput(f"the conversation was started as user {state.user!r}; it "
+                               f"cannot start again as {command.user!r}", field="user")
         return [] if state.started else [_start(state.key, command, now)]
     if isinstance(command, Forget):
         if not state.started or state.user != command.user:
@@ -313,6 +317,11 @@ def decide_and_evolve(
                 _check_unique_in_batch(command, batch_ids)
             events = decide(scratch, command, now)
         except InvalidInput as exc:
+            if isinstance(command, StartConversation) and scratch.started \
+                    and any(isinstance(c, RequireUser) for c in commands[i + 1:]):
+                # a guarded batch (HTTP) answers as if the key did not exist: an error
+                # naming its owner would let a caller probe other users' keys
+                raise UnknownConversation(state.key) from None
             if origins:
                 raise exc.located(origins[i]) from None
             raise exc.located(f"command {i + 1}") if len(commands) > 1 else exc from None
