@@ -117,6 +117,7 @@ class ConversationLog(CatalogQueries):
         if not options.create:
             self.config.check_exists()
         self.config.check_reachable()
+        self.config.create_private()
         # a bad key fails here, before anything is opened
         public_only = master_key == "public"  # no key: counts and costs, no content
         master = load_key() if master_key == "env" else None if public_only else master_key
