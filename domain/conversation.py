@@ -248,10 +248,13 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
             raise UnknownConversation(state.key)
         return []
     if isinstance(command, StartConversation):
-        if state.started and command.user is not None and state.user is not None \
-                and command.user != state.user:  # dropping it would misfile the user's text
-            raise InvalidInput(f"the conversation was started as user {state.user!r}; it "
-                               f"cannot start again as {command.user!r}", field="user")
+        if state.started and command.user is not None and command.user != state.user:
+            # Dropping it would misfile the user's text: it would be sealed under another
+            # key, and `forget --user` would miss it. A conversation's user is fixed by
+            # its first event (one begun without a user stays user-less).
+            owner = f"as user {state.user!r}" if state.user else "without a user"
+            raise InvalidInput(f"the conversation was started {owner}; it cannot start "
+                               f"again as {command.user!r} (use another key)", field="user")
         return [] if state.started else [_start(state.key, command, now)]
     if isinstance(command, Forget):
         if not state.started or state.user != command.user:

@@ -42,3 +42,18 @@ def test_the_api_says_so_too(sqlite_url: str) -> None:
             log.conversation("k", user="dave")
         assert caught.value.field == "user"
         log.conversation("k", user="carol")  # reopening as the owner is fine
+
+
+def test_a_userless_conversation_cannot_become_a_users(sqlite_url: str) -> None:
+    """Issue 25: written with no user, then started as alice: her later text was stored
+    under the shared key and `forget --user alice` left it readable. A conversation's
+    user is fixed by its first event, so the start is refused and nothing of hers is
+    written there."""
+    first = record(sqlite_url, '{"type":"message","role":"user","content":"nobody"}')
+    assert first.returncode == 0, first.stderr
+    second = record(sqlite_url, '{"type":"session_started","user":"alice"}',
+                    '{"type":"message","role":"user","content":"alice wrote this"}')
+    assert second.returncode == 1
+    assert "started without a user" in second.stderr, second.stderr
+    with convlog.open(sqlite_url) as log:
+        assert [m.content for m in log.messages("c:1")] == ["nobody"]
