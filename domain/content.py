@@ -79,11 +79,25 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     cache_write_tokens: int = 0
 
     def check(self) -> None:
-        """Counts are never negative. Called where usage enters convlog (a Message), not
-        in __post_init__, which msgspec would also run on every stored event read."""
+        """Counts are never negative nor past MAX_TOKENS. Called where usage enters
+        convlog (a Message), not in __post_init__, which msgspec would also run on
+        every stored event read."""
         for name in self.__struct_fields__:
-            if getattr(self, name) < 0:
-                raise InvalidInput("token counts cannot be negative", field=f"usage.{name}")
+            check_token_count(getattr(self, name), f"usage.{name}")
+
+
+# No response comes near a quadrillion tokens; the bound keeps every count (and any
+# sum of counts) inside the views' BIGINT columns and exact as a double.
+MAX_TOKENS = 10**15
+
+
+def check_token_count(value: int, field: str) -> None:
+    """InvalidInput naming `field` for a count below 0 or above MAX_TOKENS."""
+    if value < 0:
+        raise InvalidInput("token counts cannot be negative", field=field)
+    if value > MAX_TOKENS:
+        raise InvalidInput(f"token count {value} is past the limit of {MAX_TOKENS}",
+                           field=field)
 
 
 _utf8 = msgspec.json.Encoder()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from convlog.domain.content import check_unicode
+from convlog.domain.content import check_token_count, check_unicode
 from convlog.domain.errors import ConversationForgotten, InvalidInput, UnknownConversation
 from convlog.domain.events import (
     ConversationArchived,
@@ -248,6 +248,13 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
             raise UnknownConversation(state.key)
         return []
     if isinstance(command, StartConversation):
+        if state.started and command.user is not None and command.user != state.user:
+            # Dropping it would misfile the user's text: it would be sealed under another
+            # key, and `forget --user` would miss it. A conversation's user is fixed by
+            # its first event (one begun without a user stays user-less).
+            owner = f"as user {state.user!r}" if state.user else "without a user"
+            raise InvalidInput(f"the conversation was started {owner}; it cannot start "
+                               f"again as {command.user!r} (use another key)", field="user")
         return [] if state.started else [_start(state.key, command, now)]
     if isinstance(command, Forget):
         if not state.started or state.user != command.user:
@@ -313,6 +320,11 @@ def decide_and_evolve(
                 _check_unique_in_batch(command, batch_ids)
             events = decide(scratch, command, now)
         except InvalidInput as exc:
+            if isinstance(command, StartConversation) and scratch.started \
+                    and any(isinstance(c, RequireUser) for c in commands[i + 1:]):
+                # a guarded batch (HTTP) answers as if the key did not exist: an error
+                # naming its owner would let a caller probe other users' keys
+                raise UnknownConversation(state.key) from None
             if origins:
                 raise exc.located(origins[i]) from None
             raise exc.located(f"command {i + 1}") if len(commands) > 1 else exc from None
@@ -379,6 +391,5 @@ def _checked_fact(event: Event, state: Conversation) -> Event:
                 f"range {event.from_version}..{event.to_version} is outside the log "
                 f"(0..{state.version})", field="from_version")
         for name in ("message_count", "tokens"):
-            if getattr(event, name) < 0:
-                raise InvalidInput("cannot be negative", field=name)
+            check_token_count(getattr(event, name), name)
     return event

@@ -21,9 +21,14 @@ from convlog.domain.content import (
     Usage,
     check_content,
     check_json_arguments,
+    check_token_count,
     check_unicode,
 )
 from convlog.domain.errors import InvalidInput, SystemMessageRejected
+
+# A billion dollars for one message is past any real price; the bound keeps costs
+# finite in the views' DOUBLE columns and in every sum of them.
+MAX_COST_USD = Decimal(10**9)
 
 
 def new_message_id() -> str:
@@ -72,10 +77,11 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
         if self.role == "tool" and not self.tool_call_id and isinstance(self.content, str):
             raise InvalidInput("a tool message needs the tool_call_id it answers",
                                field="tool_call_id")
-        if self.cost_usd is not None and (not self.cost_usd.is_finite() or self.cost_usd < 0):
-            raise InvalidInput(f"cost cannot be negative, infinite or NaN ({self.cost_usd})",
-                               field="cost_usd")
+        if self.cost_usd is not None and (not self.cost_usd.is_finite() or self.cost_usd < 0
+                                          or self.cost_usd > MAX_COST_USD):
+            raise InvalidInput(f"cost cannot be negative, infinite, NaN or above "
+                               f"{MAX_COST_USD} USD ({self.cost_usd})", field="cost_usd")
         if self.raw is not None and not isinstance(self.raw, dict):
             raise InvalidInput("raw must be a JSON object", field="raw")
-        if self.tokens is not None and self.tokens < 0:
-            raise InvalidInput("token count cannot be negative", field="tokens")
+        if self.tokens is not None:
+            check_token_count(self.tokens, "tokens")

@@ -17,8 +17,8 @@ from pathlib import Path
 from convlog.cli.arguments import UsageError
 from convlog.cli.render import print_json
 from convlog.domain.errors import ConvlogError
-from convlog.services.import_run import ImportProgress, ImportSummary
-from convlog.services.importing import available_formats
+from convlog.services.import_run import ImportProgress, ImportSummary, collect_files
+from convlog.services.importing import available_formats, find_importer
 from convlog.services.log import ConversationLog
 
 
@@ -34,13 +34,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    """Before a database is created for nothing: a known format, paths that exist."""
+    """Before a database is created for nothing: a known format, paths that exist
+    and are regular files or directories holding files of the format."""
     if args.format not in available_formats():
         raise UsageError(f"unknown import format {args.format!r}; known formats: "
                          + ", ".join(available_formats()))
     for path in args.paths:
         if not Path(path).expanduser().exists():
             raise ConvlogError(f"{path}: no such file or directory")
+    collect_files(find_importer(args.format), args.paths)
 
 
 def _megabytes(text: str) -> int:

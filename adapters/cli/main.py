@@ -17,6 +17,8 @@ import convlog
 from convlog.cli.arguments import UsageError
 from convlog.cli.registry import BY_NAME, COMMANDS
 from convlog.domain.errors import ConvlogError
+from convlog.services.log import ConversationLog
+from convlog.services.options import LogOptions
 from convlog.storage.urls import DEFAULT_URL, ENV_VAR
 
 
@@ -62,7 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             command.run_on_url(args.db, args)
         elif command.run is not None:
             # Reading commands never create a database as a side effect.
-            with convlog.open(args.db, create=command.creates_database) as log:
+            keyless = command.public_only and not (
+                os.environ.get("CONVLOG_KEY") or os.environ.get("CONVLOG_KEY_FILE"))
+            with ConversationLog.with_options(
+                    args.db, LogOptions(create=command.creates_database),
+                    master_key="public" if keyless else "env") as log:
                 command.run(log, args)
     except UsageError as exc:
         parser.print_usage(sys.stderr)

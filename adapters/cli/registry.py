@@ -32,6 +32,9 @@ class Command:
     open it without a key)."""
     creates_database: bool = False
     """Writing commands may create the database; reading ones never do."""
+    public_only: bool = False
+    """Reads only fields that stay readable in an encrypted store (counts, tokens,
+    costs, telemetry): runs without the master key when none is set."""
     check: Check | None = None
     """Usage checks before anything is opened (UsageError: exit status 2)."""
 
@@ -50,11 +53,12 @@ COMMANDS: tuple[Command, ...] = (
             watch.add_arguments, watch.cmd_watch, creates_database=True),
     Command("sessions", "the session catalog: resumable conversations, newest first",
             arguments.sessions, commands.cmd_sessions),
-    Command("costs", "tokens and USD, grouped", arguments.costs, commands.cmd_costs),
+    Command("costs", "tokens and USD, grouped", arguments.costs, commands.cmd_costs,
+            public_only=True),
     Command("telemetry", "resume success per tier, fallback rate and cost, memory lost",
-            arguments.telemetry, commands.cmd_telemetry),
+            arguments.telemetry, commands.cmd_telemetry, public_only=True),
     Command("sql", "run SQL over the views (tables and views: see the README)",
-            arguments.sql, commands.cmd_sql),
+            arguments.sql, commands.cmd_sql, public_only=True),
     Command("export", "write every view to Parquet files, or send the log to an "
                       "OpenTelemetry receiver (--otel, needs convlog[otel])",
             arguments.export, commands.cmd_export, check=arguments.check_export),

@@ -108,11 +108,14 @@ class Keyring:
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, table: KeyTable, master: bytes | None, where: str) -> Keyring:
+    def open(cls, table: KeyTable, master: bytes | None, where: str,
+             public_only: bool = False) -> Keyring:
         """The key ring of the store at `where` (named in errors). An unencrypted store
         without a key stays unencrypted; a new, empty store given a key is encrypted
         from its first event; every other mismatch is one clear error, before any
-        write."""
+        write. `public_only` opens an encrypted store without its key for what needs
+        no plaintext (counts, tokens, costs, telemetry): sealed fields then read as
+        placeholders and every write is a MissingKey."""
         check = _check_row(table.key_rows())
         if check is None:
             if master is None:
@@ -123,6 +126,8 @@ class Keyring:
                     "keys enable` to encrypt the store (new and existing events), or "
                     f"unset {ENV_KEY}/{ENV_KEY_FILE} to use it unencrypted")
             return cls.enable(table, master, where)
+        if master is None and public_only:  # counts and costs: no data key is opened
+            return cls(table, None, check.key_id, where, check.wrapped)
         if master is None:
             raise MissingKey(f"{where} is encrypted (store {check.key_id}): set {ENV_KEY} or "
                              f"{ENV_KEY_FILE} to its master key")
@@ -144,6 +149,10 @@ class Keyring:
 
     def key_for(self, user: str | None) -> tuple[bytes, AESGCM]:
         """The live data key of `user` (made on first use): (key id, cipher)."""
+        if self._master is None:
+            raise MissingKey(f"{self.where} is encrypted and was opened without its key "
+                             f"(public fields only): writing needs {ENV_KEY} or "
+                             f"{ENV_KEY_FILE}")
         name = user or ANONYMOUS
         self.refresh()
         found = self._by_user.get(name)
@@ -200,6 +209,8 @@ class Keyring:
         """The cipher of data key `key_id`; None when it was destroyed (forgotten)."""
         if key_id in self._by_id:
             return self._by_id[key_id]
+        if self._master is None:  # opened for public fields only
+            return None
         with self._lock:
             rows = {r.key_id: r for r in self.table.key_rows() if r.kind == "data"}
             row = rows.get(key_id.hex())

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import os
 import secrets
+import stat
 from collections.abc import Mapping
-from pathlib import Path
 
 from convlog.crypto.errors import BadKey
 
@@ -24,6 +25,11 @@ ENV_KEY = "CONVLOG_KEY"
 ENV_KEY_FILE = "CONVLOG_KEY_FILE"
 ENV_NEW_KEY = "CONVLOG_NEW_KEY"
 ENV_NEW_KEY_FILE = "CONVLOG_NEW_KEY_FILE"
+MAX_KEY_FILE_BYTES = 4096
+"""A key is 64 characters; the bound leaves room for whitespace and stops a wrong
+path (a log file, a disk image) from being read whole."""
+
+_log = logging.getLogger("convlog.crypto")
 
 
 def generate_key() -> str:
@@ -64,10 +70,37 @@ def load_key(env: Mapping[str, str] | None = None, *, var: str = ENV_KEY,
     if text:
         return parse_key(text, var)
     if path:
-        try:
-            content = Path(path).read_text(encoding="ascii")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadKey(f"{file_var}={path}: cannot read the key file "
-                         f"({exc.__class__.__name__}: {exc})") from None
-        return parse_key(content, f"{file_var}={path}")
+        text, mode = read_key_file(path, file_var)
+        key = parse_key(text, f"{file_var}={path}")
+        if mode & 0o077:  # warned once the key is known good: an error says enough
+            _log.warning("%s: the key file %s can be read by other users (mode %04o); "
+                         "chmod 600 it", file_var, path, mode)
+        return key
     return None
+
+
+def read_key_file(path: str, file_var: str = ENV_KEY_FILE) -> tuple[str, int]:
+    """The text and permission bits of a key file, read in bounded memory and time:
+    it must be a regular file (a device such as /dev/zero never ends, a FIFO blocks)
+    of at most MAX_KEY_FILE_BYTES. A file other users can read works, with a warning
+    on the `convlog.crypto` logger (stderr unless logging is configured)."""
+    where = f"{file_var}={path}"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
+    except OSError as exc:
+        raise BadKey(f"{where}: cannot read the key file "
+                     f"({exc.__class__.__name__}: {exc})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadKey(f"{where}: not a regular file; a key file holds one key as text")
+        if info.st_size > MAX_KEY_FILE_BYTES:
+            raise BadKey(f"{where}: {info.st_size} bytes is too large for a key file "
+                         f"(at most {MAX_KEY_FILE_BYTES})")
+        data = f.read(MAX_KEY_FILE_BYTES + 1)
+    if len(data) > MAX_KEY_FILE_BYTES:  # it grew after fstat
+        raise BadKey(f"{where}: too large for a key file (at most {MAX_KEY_FILE_BYTES})")
+    try:
+        return data.decode("ascii"), stat.S_IMODE(info.st_mode)
+    except UnicodeDecodeError as exc:
+        raise BadKey(f"{where}: cannot read the key file (not ASCII text: {exc})") from None

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 import convlog
-from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.errors import ConversationForgotten, InvalidInput, UnknownConversation
 from convlog.domain.memory import MemoryCooling
 from convlog.http.schema import Problem
 
@@ -31,6 +31,7 @@ TITLES = {
     405: "Method not allowed",
     408: "Request timeout",
     409: "Conflict",
+    410: "Gone",
     413: "Content too large",
     415: "Unsupported media type",
     422: "Invalid input",
@@ -96,6 +97,11 @@ def to_problem(exc: BaseException, instance: str | None = None) -> Response:
     if isinstance(exc, UnknownConversation):
         return problem_response(404, "unknown-conversation", str(exc), field="key",
                                 instance=instance)
+    if isinstance(exc, ConversationForgotten):  # documented: it records nothing more
+        return problem_response(410, "conversation-forgotten", str(exc), field="key",
+                                instance=instance)
+    if isinstance(exc, convlog.WrongKey):  # the master key was rotated by another process
+        return problem_response(409, "key-rotated", str(exc), instance=instance)
     if isinstance(exc, convlog.ConcurrencyError):
         return problem_response(409, "write-conflict", str(exc), instance=instance,
                                 headers={"Retry-After": "1"})

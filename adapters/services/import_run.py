@@ -91,18 +91,26 @@ class _FileRead(msgspec.Struct):
 
 
 def collect_files(importer: Importer, paths: Sequence[str | Path]) -> list[tuple[Path, int]]:
-    """Every file to read, with its size; a path that does not exist is an error
-    before anything is written."""
+    """Every file to read, with its size. A path that does not exist, that is not a
+    regular file or directory (a device such as /dev/zero, a FIFO: reading either
+    could block or never end), or a directory holding no file of the format, is an
+    error before anything is written."""
     found: list[tuple[Path, int]] = []
     for given in paths:
         path = Path(given).expanduser()
         if not path.exists():
             raise InvalidInput("no such file or directory", where=str(path))
+        if not (path.is_file() or path.is_dir()):
+            raise InvalidInput("not a regular file or directory", where=str(path))
+        before = len(found)
         for file in importer.files(path):
             try:
                 found.append((file, file.stat().st_size))
             except OSError as exc:
                 raise InvalidInput(f"cannot read: {exc.strerror}", where=str(file)) from None
+        if path.is_dir() and len(found) == before:
+            raise InvalidInput(f"no {importer.name} files in this directory",
+                               where=str(path))
     return found
 
 

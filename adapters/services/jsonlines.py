@@ -48,6 +48,7 @@ from convlog.domain.events import (
 )
 from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
+from convlog.services.jsonstrict import check_bom, check_duplicate_keys, explain_decode_error
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -246,14 +247,17 @@ def parse_lines(data: bytes, source: str = "stdin") -> tuple[list[Command], list
 
 
 def decode_line(raw: bytes) -> AnyLine:
+    check_bom(raw)
     try:
-        return _decoder.decode(raw)
+        line = _decoder.decode(raw)
     except msgspec.ValidationError as exc:
         raise _validation_error(str(exc)) from None
     except msgspec.DecodeError as exc:
-        raise InvalidInput(f"not a JSON object: {exc}") from None
+        raise explain_decode_error(raw) or InvalidInput(f"not a JSON object: {exc}") from None
     except RecursionError:
         raise InvalidInput("JSON nested too deeply") from None
+    check_duplicate_keys(raw)
+    return line
 
 
 def _validation_error(text: str) -> InvalidInput:

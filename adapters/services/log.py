@@ -87,7 +87,9 @@ class ConversationLog(CatalogQueries):
                  redact: Redactor | None = None, master_key: bytes | str | None = "env"):
         """`convlog.open`'s options (see `LogOptions`), and `master_key`: the store's
         key, by default from CONVLOG_KEY / CONVLOG_KEY_FILE (maintenance opens stores
-        without a key, or with a new one)."""
+        without a key, or with a new one); ``"public"`` opens an encrypted store
+        without its key for counts, tokens, costs, telemetry and SQL over the views
+        (content reads as placeholders, writes raise MissingKey)."""
         self._open(url, LogOptions(
             create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
             max_injected_blocks_in_history=max_injected_blocks_in_history,
@@ -115,12 +117,15 @@ class ConversationLog(CatalogQueries):
         if not options.create:
             self.config.check_exists()
         self.config.check_reachable()
+        self.config.create_private()
         # a bad key fails here, before anything is opened
-        master = load_key() if master_key == "env" else master_key
+        public_only = master_key == "public"  # no key: counts and costs, no content
+        master = load_key() if master_key == "env" else None if public_only else master_key
         assert master is None or isinstance(master, bytes)
         try:
             self._store = ConversationStore(env=self.config.env(), master_key=master,
-                                            where=self.config.display)
+                                            where=self.config.display,
+                                            public_only=public_only)
         except ConvlogError:
             raise  # key errors say what to do; wrapped, they would say less
         except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in

@@ -109,7 +109,7 @@ class ConversationStore(Application[UUID]):
     CACHE_SIZE = 1000
 
     def __init__(self, env: dict[str, str] | None = None, *, master_key: bytes | None = None,
-                 where: str = "the event store") -> None:
+                 where: str = "the event store", public_only: bool = False) -> None:
         """`master_key`: the store's master key (convlog.crypto.keys), needed when the
         store is encrypted, and making a new store encrypted; `where` names the
         store in key errors. A key problem raises before anything is written."""
@@ -118,7 +118,7 @@ class ConversationStore(Application[UUID]):
         self._cache: OrderedDict[UUID, Conversation] = OrderedDict()
         self._cache_lock = threading.Lock()
         try:
-            self.keyring = Keyring.open(self.keys, master_key, where)
+            self.keyring = Keyring.open(self.keys, master_key, where, public_only)
         except BaseException:
             self.close()
             raise

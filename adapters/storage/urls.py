@@ -112,6 +112,18 @@ class StorageConfig:
             raise StorageError(f"cannot connect to PostgreSQL at {_redact(self.url)!r}: "
                                f"{reason}") from None
 
+    def create_private(self) -> None:
+        """Create a missing SQLite file 0600 whatever the umask: it holds the users'
+        conversations, and SQLite gives its -wal and -shm files the same mode."""
+        if self.backend != "sqlite" or self.path is None or self.path.exists():
+            return
+        try:
+            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:  # another process made it first
+            pass
+        except OSError:  # a missing directory and the like: sqlite3 says it better
+            pass
+
     def check_exists(self) -> None:
         """For read-only commands: a missing SQLite file is an error, not a new database."""
         if self.backend == "sqlite" and self.path is not None and not self.path.exists():

@@ -22,6 +22,7 @@ from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
 from convlog.storage.application import ConversationStore
+from convlog.views.readonly import check_read_only
 from convlog.views.telemetry import TelemetryRow, telemetry_sql, to_rows
 
 if TYPE_CHECKING:  # DuckDB is imported when the views are first used, not by `import convlog`
@@ -209,10 +210,12 @@ class Analytics:
 
     def sql(self, query: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
         """Any SQL over the views, after a catch-up. It runs in a transaction that is
-        rolled back: the views are a cache of the log, not a place to store data."""
+        rolled back: the views are a cache of the log, not a place to store data. Only
+        one read-only statement is accepted (see `readonly`)."""
         import duckdb  # loaded already: the views are open
 
         with self.views.connect() as con:
+            check_read_only(con, query)
             self.refresh()
             con.begin()
             try:

@@ -130,7 +130,11 @@ class ViewStore(TrackingRecorder):
         delay = 0.01
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                new = self.path is not None and not self.path.exists()
+                con = duckdb.connect(str(self.path))
+                if new and self.path is not None:
+                    _make_private(self.path)
+                return con
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise StorageError(f"cannot open the views database {self.path}: {exc}"
@@ -368,6 +372,14 @@ class ViewStore(TrackingRecorder):
         if self._memory is not None:
             self._memory.close()
             self._memory = None
+
+
+def _make_private(path: Path) -> None:
+    """A new views file made 0600 whatever the umask, as soon as DuckDB created it
+    (DuckDB refuses a file made beforehand, even an empty one): it holds the catalog
+    of every user's conversations. Done before anything is written to it."""
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o600)
 
 
 def _close_at_exit(ref: weakref.ReferenceType[ViewStore]) -> None:

@@ -57,7 +57,11 @@ def test_bad_keys_are_rejected(key: object) -> None:
 def test_start_is_idempotent() -> None:
     state = started()
     assert state.started and state.user == "u1" and state.version == 1
-    assert decide(state, StartSession(user="someone else"), NOW) == []
+    assert decide(state, StartSession(user="u1"), NOW) == []
+    assert decide(state, StartSession(), NOW) == []
+    # another user cannot apply (issue 25): dropping it would misfile their text
+    with pytest.raises(convlog.InvalidInput, match="started as user 'u1'"):
+        decide(state, StartSession(user="someone else"), NOW)
 
 
 def test_first_message_starts_an_unstarted_conversation() -> None:
