@@ -198,6 +198,11 @@ def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
+    if isinstance(args.at, int):  # past the end would silently show everything
+        last = log.timeline(args.key)
+        if last and args.at > last[-1].version:
+            raise ConvlogError(f"--at {args.at} is past the end of {args.key!r}: its last "
+                               f"position is #{last[-1].version}")
     if args.view is not None:
         cmd_replay_view(log, args)
         return

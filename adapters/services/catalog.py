@@ -37,7 +37,7 @@ class CatalogQueries:
             from convlog.views.duckdb import ViewStore, default_path  # DuckDB loads on first use
 
             path = self._views_path or (Path(option) if option else None) or default_path(
-                self.config.path, self.config.backend)
+                self.config.path, self.config.backend, self.config.url)
             store = ViewStore(path, Analytics.VIEWS, sql_views=Analytics.SQL_VIEWS)
             self._analytics = Analytics(self._store, store, PriceTable(self._prices))
         return self._analytics

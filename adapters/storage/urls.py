@@ -13,7 +13,7 @@ SQLite query options: ``synchronous=normal|full`` (see convlog.storage.sqlite) a
 PostgreSQL query options: ``pool_size`` (default 5), ``max_overflow`` (10),
 ``connect_timeout`` (seconds, 30), ``lock_timeout`` (seconds a writer waits for the
 table lock, 0 = no limit), ``schema`` (default: the user's search path), and
-``views`` (the DuckDB file of read models, default ``./convlog.duckdb``).
+``views`` (the DuckDB file of read models, default ``./convlog-pg-<id>.duckdb``).
 The default URL is ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``.
 """
 

@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
+from urllib.parse import parse_qsl, urlsplit
 
 import duckdb
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
@@ -49,6 +50,7 @@ class Staged(NamedTuple):
     table: str
     events: int
     last: int
+    mark: str  # fingerprint of the last event: which store the views were built from
 
 
 class RawReader(Protocol):
@@ -224,6 +226,8 @@ class ViewStore(TrackingRecorder):
         batch = batch or BATCH  # read at call time, so tests can shrink it
         with self.connect() as con:
             position = self._max(con, APPLICATION) or 0
+            if position and not self._same_store(con, recorder, position):
+                position = 0
             total = (recorder.max_notification_id() or 0) - position
             if total <= 0:  # the common case of a query's catch-up: nothing new to stage
                 return 0
@@ -263,6 +267,25 @@ class ViewStore(TrackingRecorder):
                 print(file=sys.stderr)
         return applied
 
+    def _same_store(self, con: duckdb.DuckDBPyConnection, recorder: RawReader,
+                    position: int) -> bool:
+        """Are these views built from this very store? The event at the tracked position
+        must still be there, byte for byte. A deleted-and-recreated store, another store
+        at the same views path, or a store restored from an older backup (it went
+        backwards) fails this: the views are rebuilt, with a notice, and never answer
+        from another store's data."""
+        row = con.execute("SELECT value FROM convlog_meta WHERE name = 'store_mark'"
+                          ).fetchone()
+        at = recorder.select_raw(position - 1, 1)
+        if row is not None and at and at[0][0] == position and store_mark(at[0]) == row[0]:
+            return True
+        print(f"convlog: the views {self.path or '(in memory)'} were built from another "
+              "store (recreated, replaced, or restored from an older backup); "
+              "rebuilding them", file=sys.stderr, flush=True)
+        con.execute("DELETE FROM convlog_meta")
+        self._ensure_schema(con)
+        return False
+
     def _read(self, cur: duckdb.DuckDBPyConnection, recorder: RawReader, after: int,
               limit: int, slot: int) -> Staged | None:
         """Read the next batch from the event store and stage it (reader thread)."""
@@ -271,7 +294,7 @@ class ViewStore(TrackingRecorder):
             return None
         table = f"{STAGE}.batch_{slot}"
         self._stage(cur, rows, table)
-        return Staged(table, len(rows), rows[-1][0])
+        return Staged(table, len(rows), rows[-1][0], store_mark(rows[-1]))
 
     def _apply(self, con: duckdb.DuckDBPyConnection, staged: Staged,
                before_batch: Callable[[duckdb.DuckDBPyConnection], None] | None) -> None:
@@ -286,6 +309,8 @@ class ViewStore(TrackingRecorder):
             for table in (t for t in self.tables if t.derived):
                 self._rederive(con, table)
             self._track(con, Tracking(APPLICATION, staged.last))
+            con.execute("INSERT OR REPLACE INTO convlog_meta VALUES ('store_mark', ?)",
+                        [staged.mark])
             con.commit()
         except BaseException:
             con.rollback()
@@ -419,14 +444,26 @@ def merge_select(table: Table) -> str:
             f'LEFT JOIN "{table.name}" AS t ON {on}')
 
 
-def default_path(event_store_path: Path | None, backend: str = "sqlite") -> Path | None:
+def store_mark(row: tuple[int, str, int, str, str]) -> str:
+    """A fingerprint of one stored event (position, conversation, version, topic, state):
+    the identity of the store at that position."""
+    return hashlib.sha256(json.dumps(list(row), default=str).encode()).hexdigest()
+
+
+def default_path(event_store_path: Path | None, backend: str = "sqlite",
+                 url: str = "") -> Path | None:
     """``$CONVLOG_VIEWS``, else next to a SQLite event store (``convlog.db`` ->
-    ``convlog.duckdb``), ``./convlog.duckdb`` for PostgreSQL, in memory for memory://."""
+    ``convlog.duckdb``), ``./convlog-pg-<id>.duckdb`` for PostgreSQL (one file per
+    host, port, database and schema: two stores never share a default), in memory
+    for memory://."""
     override = os.environ.get("CONVLOG_VIEWS")
     if override:
         return Path(override)
     if backend == "postgresql":
-        return Path("convlog.duckdb")
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query))
+        where = f"{parts.hostname}:{parts.port}{parts.path}?schema={query.get('schema', '')}"
+        return Path(f"convlog-pg-{hashlib.sha256(where.encode()).hexdigest()[:12]}.duckdb")
     if event_store_path is None:
         return None
     return event_store_path.with_suffix(".duckdb")

@@ -570,6 +570,17 @@ def test_replay_until_version_and_time(db: str):
     assert (results[-1].code, results[-1].out) == (0, "(no events)\n")
 
 
+def test_replay_at_a_position_past_the_end_is_an_error(db: str):
+    """Issue 26: `replay --at 999` past the end silently showed everything."""
+    with convlog.open(db) as log:
+        log.append("k", convlog.user("one"))
+    for argv in (["replay", "k", "--at", "999"], ["replay", "k", "--at", "999", "--view",
+                                                   "agent"]):
+        result = run("--db", db, *argv)
+        assert result.code == 1
+        assert_one_line_error(result, "--at 999 is past the end", "#2")
+
+
 # ====================================================================== pipes
 
 
