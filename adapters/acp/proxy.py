@@ -69,6 +69,22 @@ def _check_prompt(params: Any) -> None:
         raise RequestError.invalid_params({"errors": errors})
 
 
+def _check_session_id(session_id: str) -> None:
+    """An id whose conversation key the log would refuse (a NUL, over the key length)
+    names no session that can exist: invalid params, not an internal error."""
+    from acp import RequestError
+
+    from convlog.domain.conversation import check_key
+    from convlog.domain.errors import InvalidInput
+
+    try:
+        check_key(key_of(session_id))
+    except InvalidInput as exc:
+        raise RequestError.invalid_params(
+            {"errors": [{"field": "sessionId", "error": exc.reason.replace(
+                "conversation key", "session id (as a conversation key)")}]}) from None
+
+
 def _with_session(params: Any, session_id: str) -> Any:
     return {**params, "sessionId": session_id} if isinstance(params, dict) else params
 
@@ -191,6 +207,7 @@ class Proxy:
         session_id = params["sessionId"]
         session = self.sessions.by_id.get(session_id)
         if session is None:
+            _check_session_id(session_id)
             if not await self.log.exists(key_of(session_id)):
                 raise RequestError(-32002, "Resource not found",
                                    {"sessionId": session_id, "details": "no such session"})

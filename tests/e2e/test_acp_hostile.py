@@ -170,3 +170,27 @@ def test_sigterm_mid_turn_records_the_turn_and_exits_cleanly(tmp_path: Path) -> 
         assert user.content == "slow, then stop"
         assert isinstance(agent.content, list)
         assert agent.content[-1] == convlog.TextPart(text="[turn cancelled]")
+
+
+@pytest.mark.parametrize("session_id", ["a\x00b", "x" * 513], ids=["nul", "over-512"])
+def test_a_session_id_that_cannot_be_a_key_is_invalid_params_not_internal(
+        tmp_path: Path, session_id: str) -> None:
+    """session/load and session/resume with an id no conversation can have answer
+    -32602 naming `sessionId` (they were -32603 with a traceback), and the proxy goes on."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+
+    async def scenario() -> None:
+        raw = await start(db, tmp_path)
+        await raw.request(1, "initialize", INIT)
+        where = {"cwd": str(tmp_path), "mcpServers": []}
+        for request_id, method in ((2, "session/load"), (3, "session/resume")):
+            bad = await raw.request(request_id, method, {"sessionId": session_id, **where})
+            assert bad["error"]["code"] == -32602, bad
+            assert [e["field"] for e in bad["error"]["data"]["errors"]] == ["sessionId"]
+        new = await raw.request(4, "session/new", where)
+        assert new["result"]["sessionId"]
+        assert raw.proc.stdin is not None
+        raw.proc.stdin.close()
+        assert await asyncio.wait_for(raw.proc.wait(), 15) == 0
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
