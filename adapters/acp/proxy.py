@@ -25,7 +25,7 @@ from typing import Any
 
 import convlog
 from convlog.acp.catalog import advertise, command_name, current_model, list_page
-from convlog.acp.downstream import AgentExited, Downstream
+from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited, Downstream
 from convlog.acp.recorder import Recorder
 from convlog.acp.replay import replay_updates
 from convlog.acp.sessions import Session, Sessions, key_of
@@ -92,8 +92,10 @@ def _with_session(params: Any, session_id: str) -> Any:
 class Proxy:
     def __init__(self, log: convlog.AsyncConversationLog, command: list[str], *,
                  budget: convlog.Budget | None = None, agent_name: str | None = None,
-                 max_frame: int = DEFAULT_MAX_FRAME, grace: float = 2.0):
-        self.agent = Downstream(command, self.from_agent, max_frame=max_frame)
+                 max_frame: int = DEFAULT_MAX_FRAME, grace: float = 2.0,
+                 init_timeout: float = DEFAULT_INIT_TIMEOUT):
+        self.agent = Downstream(command, self.from_agent, max_frame=max_frame,
+                                init_timeout=init_timeout)
         self.sessions = Sessions(log, self.agent, budget or convlog.Budget())
         self.recorder = Recorder(log)
         self.log = log
