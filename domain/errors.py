@@ -12,6 +12,11 @@ class ConvlogError(Exception):
     """Base class of every error convlog raises on purpose."""
 
 
+class MissingExtra(ConvlogError, ImportError):
+    """An optional extra that a feature needs is not installed; the message names the
+    `pip install 'convlog[...]'` line."""
+
+
 class InvalidInput(ConvlogError, ValueError):
     """Input that breaks a rule of the conversation model.
 
