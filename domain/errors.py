@@ -57,6 +57,18 @@ class SystemMessageRejected(InvalidInput):
     """
 
 
+class UnknownUser(ConvlogError, LookupError):
+    """No conversation was ever recorded for this user (or workspace): a context for
+    them is a mistake to report (a typo, another store), not an empty answer."""
+
+    def __init__(self, user: str | None, workspace: str | None, message: str | None = None):
+        self.user = user
+        self.workspace = workspace
+        who = " and ".join(f"{k} {v!r}" for k, v in (("user", user), ("workspace", workspace))
+                           if v is not None)
+        super().__init__(message or f"no conversation was ever recorded for {who}")
+
+
 class UnknownConversation(ConvlogError, LookupError):
     """No conversation has been recorded under this key."""
 

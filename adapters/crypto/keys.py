@@ -103,7 +103,7 @@ def read_key_file(path: str, file_var: str = ENV_KEY_FILE) -> tuple[str, int]:
         raise BadKey(f"{where}: too large for a key file (at most {MAX_KEY_FILE_BYTES})")
     try:
         return data.decode("ascii"), stat.S_IMODE(info.st_mode)
-    except UnicodeDecodeError as exc:
+    except UnicodeDecodeError:
         raise BadKey(f"{where}: holds raw bytes, not a key written as text: "
                      "expected 64 hex digits or base64 (see `convlog keys generate`)"
                      ) from None

@@ -25,6 +25,7 @@ from convlog.domain.errors import (
     ConvlogError,
     InvalidInput,
     UnknownConversation,
+    UnknownUser,
 )
 from convlog.domain.events import MessageAppended
 from convlog.domain.memory import MemoryCooling
@@ -95,6 +96,8 @@ def problem_error(status: int, reason: str, content: bytes) -> ConvlogError:
         forgotten = _forgotten(problem.detail)
         if forgotten is not None:
             return forgotten
+    if kind == "unknown-user":
+        return UnknownUser(None, None, message=problem.detail)  # the server's own words
     if kind == "key-rotated":  # the server's master key was rotated by another process
         return convlog.WrongKey(problem.detail)
     if kind == "write-conflict":
