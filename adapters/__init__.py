@@ -53,6 +53,7 @@ from convlog.domain.content import (
     Usage,
 )
 from convlog.domain.errors import (
+    ConversationArchived,
     ConversationForgotten,
     ConvlogError,
     InvalidInput,
@@ -189,6 +190,7 @@ __all__ = [
     "Client",
     "ConcurrencyError",
     "Context",
+    "ConversationArchived",
     "ConversationForgotten",
     "ConversationHandle",
     "ConversationInfo",
