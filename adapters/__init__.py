@@ -53,7 +53,7 @@ from convlog.domain.content import (
     Usage,
 )
 from convlog.domain.errors import (
-    ConversationArchived,
+    ArchivedConversation,
     ConversationForgotten,
     ConvlogError,
     InvalidInput,
@@ -180,6 +180,7 @@ async def open_async(
 
 __all__ = [
     "AppendResult",
+    "ArchivedConversation",
     "AsyncClient",
     "AsyncConversationHandle",
     "AsyncConversationLog",
@@ -190,7 +191,6 @@ __all__ = [
     "Client",
     "ConcurrencyError",
     "Context",
-    "ConversationArchived",
     "ConversationForgotten",
     "ConversationHandle",
     "ConversationInfo",

@@ -69,7 +69,7 @@ class UnknownUser(ConvlogError, LookupError):
         super().__init__(message or f"no conversation was ever recorded for {who}")
 
 
-class ConversationArchived(ConvlogError):
+class ArchivedConversation(ConvlogError):
     """An archived conversation is not resumed (no tier runs, nothing is injected)
     until it is reactivated: `reactivate()`, or a new message, which reactivates it."""
 

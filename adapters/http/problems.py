@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 import convlog
 from convlog.domain.errors import (
-    ConversationArchived,
+    ArchivedConversation,
     ConversationForgotten,
     InvalidInput,
     UnknownConversation,
@@ -100,7 +100,7 @@ def to_problem(exc: BaseException, instance: str | None = None) -> Response:
         detail = f"{exc.where}: {exc.reason}" if exc.where else exc.reason
         slug = "memory-cooling" if isinstance(exc, MemoryCooling) else "invalid-input"
         return problem_response(422, slug, detail, field=exc.field, instance=instance)
-    if isinstance(exc, ConversationArchived):
+    if isinstance(exc, ArchivedConversation):
         return problem_response(409, "conversation-archived", str(exc), field="key",
                                 instance=instance)
     if isinstance(exc, UnknownUser):

@@ -37,7 +37,7 @@ from convlog.domain.conversation import (
     RecordFact,
     conversation_id,
 )
-from convlog.domain.errors import ConversationArchived, InvalidInput
+from convlog.domain.errors import ArchivedConversation, InvalidInput
 from convlog.domain.events import (
     REASON_CLASSES,
     HistoryInjected,
@@ -190,7 +190,7 @@ class ResumeRun:
         # An unknown conversation is fine here: recording the first attempt starts it.
         state = self.writer.store.load(conversation_id(key), key)
         if state.status == "archived":
-            raise ConversationArchived(key)
+            raise ArchivedConversation(key)
         self.bound = state.native_session_id
 
     def _record(self, *commands: Command) -> None:

@@ -648,10 +648,14 @@ def test_an_archived_conversation_is_not_resumed_until_reactivated(
     conv.archive()
     before = len(log.events("arch"))
     called: list[str] = []
-    tiers = [convlog.Tier("session/new", lambda call: called.append(call.strategy) or "s1")]
-    with pytest.raises(convlog.ConversationArchived, match="is archived"):
+    def fresh(call: convlog.TierCall) -> str:
+        called.append(call.strategy)
+        return "s1"
+
+    tiers = [convlog.Tier("session/new", fresh)]
+    with pytest.raises(convlog.ArchivedConversation, match="is archived"):
         conv.resume(tiers)
-    with pytest.raises(convlog.ConversationArchived):
+    with pytest.raises(convlog.ArchivedConversation):
         asyncio.run(convlog.AsyncConversationLog(log).resume("arch", tiers))
     assert called == [] and len(log.events("arch")) == before
     conv.reactivate()
