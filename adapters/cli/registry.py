@@ -57,7 +57,7 @@ COMMANDS: tuple[Command, ...] = (
             public_only=True),
     Command("telemetry", "resume success per tier, fallback rate and cost, memory lost",
             arguments.telemetry, commands.cmd_telemetry, public_only=True),
-    Command("sql", "run SQL over the views (tables and views: see the README)",
+    Command("sql", "run SQL over the views (tables and views: see docs/analytics.md)",
             arguments.sql, commands.cmd_sql, public_only=True),
     Command("export", "write every view to Parquet files, or send the log to an "
                       "OpenTelemetry receiver (--otel, needs convlog[otel])",

@@ -1,0 +1,66 @@
+"""The README's quick starts work as written (issue 29): the Python host runs in a fresh
+interpreter in an empty folder, and the HTTP one runs in bash against a real
+`convlog serve` (on a free port, so that parallel test runs do not collide; the
+`pip install` line is the only line not run: convlog is installed already)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+BIN = Path(sys.executable).parent
+
+
+def quick_start(number: int, language: str) -> str:
+    section = README.split(f"## Quick start {number}:", 1)[1].split("\n## ", 1)[0]
+    return section.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def env() -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CONVLOG_")}
+    clean["PATH"] = f"{BIN}{os.pathsep}{clean.get('PATH', '')}"
+    return clean
+
+
+def test_the_python_host_quick_start_runs(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", quick_start(1, "python")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env(),
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert '<conversation_history conversation="discord:thread:42" messages="2"' in done.stdout
+    assert done.stdout.endswith(
+        "user: What did we decide about auth?\nassistant: JWT with rotating keys.\n")
+    shown = subprocess.run(["convlog", "--db", "sqlite:///quickstart.db", "show",
+                            "discord:thread:42"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60, env=env(), check=False)
+    assert shown.returncode == 0 and "JWT with rotating keys." in shown.stdout
+
+
+def test_the_http_quick_start_runs(tmp_path: Path) -> None:
+    script = quick_start(3, "sh")
+    assert script.startswith("pip install 'convlog[http]'\n")
+    port = str(free_port())
+    script = script.split("\n", 1)[1].replace("8765", port).replace(
+        "convlog serve ", f"convlog serve --port {port} ", 1)
+    script = f"set -e\n{script}\necho\nkill %1\nwait\n"
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=env(), check=False)
+    assert done.returncode in (0, 143), done.stderr
+    started, appended, context = re.split(r"(?<=\})(?=\{)", done.stdout.strip())
+    assert json.loads(started)["key"] == "ticket-7"
+    assert json.loads(appended)["appended"] == ["m1", "m2"]
+    body = json.loads(context)
+    assert body["message_count"] == 2 and "Yes, on Monday." in body["text"]
