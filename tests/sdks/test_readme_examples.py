@@ -1,5 +1,6 @@
-"""The SDK examples of docs/sdks.md (once the README's) run as written, each in a fresh interpreter in an empty
-folder (they write sdk.db there), and print what the README says they print."""
+"""The SDK examples of docs/sdks.md (once in the README) run as written, each in a fresh
+interpreter in an empty folder (they write sdk.db there), and print what the page says
+they print."""
 
 from __future__ import annotations
 
