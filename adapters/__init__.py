@@ -58,6 +58,7 @@ from convlog.domain.errors import (
     InvalidInput,
     SystemMessageRejected,
     UnknownConversation,
+    UnknownUser,
 )
 from convlog.domain.memory import MemoryCooling
 from convlog.domain.messages import Message
@@ -231,6 +232,7 @@ __all__ = [
     "ToolUsePart",
     "UnknownConversation",
     "UnknownDataKey",
+    "UnknownUser",
     "UnsupportedURL",
     "Usage",
     "ViewDiff",

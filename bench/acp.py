@@ -108,6 +108,27 @@ async def measure(command: list[str], pings: int, prompts: int, proxy: bool) -> 
             **{f"{k}_mib": round(v, 1) for k, v in memory.items()}}
 
 
+def assembly(megabytes: list[int]) -> dict[str, float]:
+    """Microseconds per 1 KB chunk to assemble a streamed answer of each size in
+    memory (the proxy's Turn): flat across sizes means the cost grows linearly."""
+    from convlog.acp.turns import Turn
+
+    piece = {"sessionUpdate": "agent_message_chunk",
+             "content": {"type": "text", "text": "x" * 1024}}
+    found = {}
+    for size in megabytes:
+        turn = Turn(prompt=[{"type": "text", "text": "hi"}], agent="a", model="m")
+        count = size * 1024
+        started = time.perf_counter()
+        for _ in range(count):
+            turn.add(piece, None)
+        messages = turn.close("end_turn")
+        elapsed = time.perf_counter() - started
+        assert messages is not None and len(str(messages[1].content)) == count * 1024
+        found[f"{size}MB_us_per_chunk"] = round(elapsed / count * 1e6, 2)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer round trips")
@@ -141,10 +162,15 @@ def main() -> None:
           f"{added['chunk_us']:>10}")
     print(f"proxy memory: {through.get('VmRSS_mib')} MiB resident, "
           f"{through.get('VmHWM_mib')} MiB peak")
+    sizes = [1, 4] if args.quick else [1, 4, 16]
+    assembled = assembly(sizes)
+    print("assembling a streamed answer in 1 KB chunks: "
+          + ", ".join(f"{k.split('_')[0]} {v} us/chunk" for k, v in assembled.items()))
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     path = RESULTS / f"acp-{stamp}{'-quick' if args.quick else ''}.json"
     path.write_text(json.dumps({"direct": direct, "proxy": through, "added": added,
+                                "assembly": assembled,
                                 "pings": pings, "prompts": prompts}, indent=2) + "\n")
     print(f"saved {path}")
 

@@ -12,6 +12,11 @@ class ConvlogError(Exception):
     """Base class of every error convlog raises on purpose."""
 
 
+class MissingExtra(ConvlogError, ImportError):
+    """An optional extra that a feature needs is not installed; the message names the
+    `pip install 'convlog[...]'` line."""
+
+
 class InvalidInput(ConvlogError, ValueError):
     """Input that breaks a rule of the conversation model.
 
@@ -50,6 +55,18 @@ class SystemMessageRejected(InvalidInput):
     Storing them would inject stale instructions on resume and leak host internals
     into analytics, so a message with role ``system`` is refused.
     """
+
+
+class UnknownUser(ConvlogError, LookupError):
+    """No conversation was ever recorded for this user (or workspace): a context for
+    them is a mistake to report (a typo, another store), not an empty answer."""
+
+    def __init__(self, user: str | None, workspace: str | None, message: str | None = None):
+        self.user = user
+        self.workspace = workspace
+        who = " and ".join(f"{k} {v!r}" for k, v in (("user", user), ("workspace", workspace))
+                           if v is not None)
+        super().__init__(message or f"no conversation was ever recorded for {who}")
 
 
 class UnknownConversation(ConvlogError, LookupError):

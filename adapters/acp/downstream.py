@@ -32,17 +32,23 @@ class AgentExited(ConnectionError):
     """The agent process is gone (or could not be started)."""
 
 
+DEFAULT_INIT_TIMEOUT = 60.0
+"""Seconds an agent has to answer `initialize` before the host is told it will not."""
+
+
 class Downstream:
     """The agent process (restartable) and the connection to it."""
 
     def __init__(self, command: list[str], handler: Handler, *,
-                 max_frame: int = DEFAULT_MAX_FRAME, cwd: str | None = None):
+                 max_frame: int = DEFAULT_MAX_FRAME, cwd: str | None = None,
+                 init_timeout: float = DEFAULT_INIT_TIMEOUT):
         if not command:
             raise ValueError("no agent command")
         self.command = command
         self._handler = handler
         self._max_frame = max_frame
         self._cwd = cwd
+        self.init_timeout = init_timeout
         self._stack: contextlib.AsyncExitStack | None = None
         self._conn: Any = None
         self._process: asyncio.subprocess.Process | None = None
@@ -87,7 +93,8 @@ class Downstream:
             asyncio.get_running_loop().create_task(self._watch(process, self.generation))
             log.info("started agent %s (pid %d)", self.command, process.pid)
             if self.initialize_params is not None and self.generation > 1:
-                result = await self._conn.send_request("initialize", self.initialize_params)
+                result = await self._initialize_within(
+                    self._conn.send_request("initialize", self.initialize_params))
                 self.initialize_result = result if isinstance(result, dict) else {}
 
     async def _watch(self, process: asyncio.subprocess.Process, generation: int) -> None:
@@ -101,9 +108,22 @@ class Downstream:
     async def initialize(self, params: Any) -> dict[str, Any]:
         self.initialize_params = params
         await self.start()
-        result = await self.request("initialize", params)
+        result = await self._initialize_within(self.request("initialize", params))
         self.initialize_result = result if isinstance(result, dict) else {}
         return self.initialize_result
+
+    async def _initialize_within(self, answer: Awaitable[Any]) -> Any:
+        """The agent's `initialize` answer, or AgentExited after `init_timeout`: an agent
+        that never answers would otherwise leave the host waiting forever. The silent
+        process is stopped, so the next request starts a fresh one."""
+        try:
+            return await asyncio.wait_for(answer, self.init_timeout)
+        except TimeoutError:
+            text = (f"the agent did not answer initialize within {self.init_timeout:g} s "
+                    "(convlog acp --init-timeout)")
+            log.error("%s; stopping it", text)
+            await self.stop()
+            raise AgentExited(text) from None
 
     async def request(self, method: str, params: Any) -> Any:
         if not self.alive:

@@ -25,7 +25,7 @@ from typing import Any
 
 import convlog
 from convlog.acp.catalog import advertise, command_name, current_model, list_page
-from convlog.acp.downstream import AgentExited, Downstream
+from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited, Downstream
 from convlog.acp.recorder import Recorder
 from convlog.acp.replay import replay_updates
 from convlog.acp.sessions import Session, Sessions, key_of
@@ -69,6 +69,22 @@ def _check_prompt(params: Any) -> None:
         raise RequestError.invalid_params({"errors": errors})
 
 
+def _check_session_id(session_id: str) -> None:
+    """An id whose conversation key the log would refuse (a NUL, over the key length)
+    names no session that can exist: invalid params, not an internal error."""
+    from acp import RequestError
+
+    from convlog.domain.conversation import check_key
+    from convlog.domain.errors import InvalidInput
+
+    try:
+        check_key(key_of(session_id))
+    except InvalidInput as exc:
+        raise RequestError.invalid_params(
+            {"errors": [{"field": "sessionId", "error": exc.reason.replace(
+                "conversation key", "session id (as a conversation key)")}]}) from None
+
+
 def _with_session(params: Any, session_id: str) -> Any:
     return {**params, "sessionId": session_id} if isinstance(params, dict) else params
 
@@ -76,8 +92,10 @@ def _with_session(params: Any, session_id: str) -> Any:
 class Proxy:
     def __init__(self, log: convlog.AsyncConversationLog, command: list[str], *,
                  budget: convlog.Budget | None = None, agent_name: str | None = None,
-                 max_frame: int = DEFAULT_MAX_FRAME, grace: float = 2.0):
-        self.agent = Downstream(command, self.from_agent, max_frame=max_frame)
+                 max_frame: int = DEFAULT_MAX_FRAME, grace: float = 2.0,
+                 init_timeout: float = DEFAULT_INIT_TIMEOUT):
+        self.agent = Downstream(command, self.from_agent, max_frame=max_frame,
+                                init_timeout=init_timeout)
         self.sessions = Sessions(log, self.agent, budget or convlog.Budget())
         self.recorder = Recorder(log)
         self.log = log
@@ -191,6 +209,7 @@ class Proxy:
         session_id = params["sessionId"]
         session = self.sessions.by_id.get(session_id)
         if session is None:
+            _check_session_id(session_id)
             if not await self.log.exists(key_of(session_id)):
                 raise RequestError(-32002, "Resource not found",
                                    {"sessionId": session_id, "details": "no such session"})

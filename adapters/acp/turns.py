@@ -77,6 +77,20 @@ def tool_output_text(update: dict[str, Any]) -> str | None:
     return text if len(text) <= MAX_TOOL_TEXT else text[:MAX_TOOL_TEXT] + " ... [truncated]"
 
 
+class _Run:
+    """Consecutive streamed chunks of one kind (text or thinking), kept as a list and
+    joined once when the turn closes: joining on every chunk copied everything so far,
+    so a long answer in small chunks cost quadratic time and memory."""
+
+    def __init__(self, thinking: bool, text: str) -> None:
+        self.thinking = thinking
+        self.chunks = [text]
+
+    def part(self) -> AnyPart:
+        text = "".join(self.chunks)
+        return convlog.ThinkingPart(text=text) if self.thinking else convlog.TextPart(text=text)
+
+
 @dataclass
 class _Tool:
     id: str
@@ -117,7 +131,7 @@ class Turn:
     agent: str | None = None
     model: str | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    _pieces: list[AnyPart | _Tool] = field(default_factory=list)
+    _pieces: list[AnyPart | _Tool | _Run] = field(default_factory=list)
     _tools: dict[str, _Tool] = field(default_factory=dict)
     cost_usd: Decimal | None = None
     closed: bool = False
@@ -162,10 +176,12 @@ class Turn:
 
     def _append(self, part: AnyPart) -> None:
         last = self._pieces[-1] if self._pieces else None
-        if isinstance(part, convlog.TextPart) and isinstance(last, convlog.TextPart):
-            self._pieces[-1] = convlog.TextPart(text=last.text + part.text)
-        elif isinstance(part, convlog.ThinkingPart) and isinstance(last, convlog.ThinkingPart):
-            self._pieces[-1] = convlog.ThinkingPart(text=last.text + part.text)
+        if isinstance(part, (convlog.TextPart, convlog.ThinkingPart)):
+            thinking = isinstance(part, convlog.ThinkingPart)
+            if isinstance(last, _Run) and last.thinking == thinking:
+                last.chunks.append(part.text)
+            else:
+                self._pieces.append(_Run(thinking, part.text))
         else:
             self._pieces.append(part)
 
@@ -177,7 +193,12 @@ class Turn:
         self.closed = True
         parts: list[AnyPart] = []
         for piece in self._pieces:
-            parts.extend(piece.parts() if isinstance(piece, _Tool) else [piece])
+            if isinstance(piece, _Tool):
+                parts.extend(piece.parts())
+            elif isinstance(piece, _Run):
+                parts.append(piece.part())
+            else:
+                parts.append(piece)
         if stop != "end_turn":
             parts.append(convlog.TextPart(text=f"[turn {stop}]"))
         user_parts = [p for block in self.prompt for p in block_parts(block)]

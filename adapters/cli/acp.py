@@ -24,6 +24,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "initialize, else the command's file name)")
     p.add_argument("--max-frame-mb", type=float, default=64.0, metavar="MB",
                    help="largest JSON-RPC frame passed through (default 64)")
+    p.add_argument("--init-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="how long the agent has to answer initialize before the host gets "
+                        "an error (default 60)")
     p.add_argument("--log-level", default="warning",
                    choices=("debug", "info", "warning", "error"),
                    help="what the proxy logs on stderr (default warning)")
@@ -43,6 +46,8 @@ def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
             raise InvalidInput("must be a whole number > 0", field=f"--{name}")
     if not args.max_frame_mb > 0:
         raise InvalidInput("must be a number > 0", field="--max-frame-mb")
+    if not args.init_timeout > 0:
+        raise InvalidInput("must be a number of seconds > 0", field="--init-timeout")
     import asyncio  # here: the other commands never load asyncio
     import logging
 
@@ -56,6 +61,7 @@ def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
     budget = convlog.Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
     status = asyncio.run(run_stdio(
         convlog.AsyncConversationLog(log), command, budget=budget,
-        agent_name=args.agent_name, max_frame=int(args.max_frame_mb * 1024 * 1024)))
+        agent_name=args.agent_name, max_frame=int(args.max_frame_mb * 1024 * 1024),
+        init_timeout=args.init_timeout))
     if status:
         raise ConvlogError("some turns could not be recorded (see the messages above)")

@@ -145,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     path = Path(os.environ.get("CONVLOG_DEMO_DB", "convlog.db"))
     url = f"sqlite:///{path}"
+    if path.exists():
+        print(f"(appending to the demo conversation already in {path}: the scripted turns "
+              "are skipped as already recorded, the question is asked again; delete the "
+              "file to start fresh)\n")
     print(f"== host process 1: a conversation, recorded in {path}")
     run_phase("first", url)
     print("\n== host process 2: the agent restarted and remembers nothing")

@@ -55,7 +55,11 @@ def _fail(message: str, status: int) -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if not given:  # a newcomer's first try: the help, not a usage error
+        parser.print_help()
+        return 0
+    args = parser.parse_args(given)
     command = BY_NAME[args.command]
     try:
         if command.check is not None:  # usage errors come before opening anything

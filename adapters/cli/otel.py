@@ -15,13 +15,9 @@ import threading
 from pathlib import Path
 
 from convlog.cli.render import print_json
-from convlog.domain.errors import ConvlogError
+from convlog.domain.errors import MissingExtra
 from convlog.services.log import ConversationLog
 from convlog.services.sidecar import sidecar_path
-
-
-class MissingExtra(ConvlogError, ImportError):
-    """opentelemetry is not installed."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -51,11 +51,12 @@ def parse_key(text: str, source: str) -> bytes:
         except (binascii.Error, ValueError):
             raw = None
     if raw is None:
-        raise BadKey(f"{source} is not a key: expected 64 hex digits or base64 of 32 bytes "
-                     f"({len(text)} characters found)")
+        raise BadKey(f"{source} is not a key ({len(text)} characters found): expected 64 "
+                     "hex digits or base64 (see `convlog keys generate`)")
     if len(raw) != KEY_BYTES:
         raise BadKey(f"{source} holds {len(raw)} bytes, a key has {KEY_BYTES}: the key is "
-                     "truncated or not a convlog key")
+                     "truncated or not a convlog key: expected 64 hex digits or base64 "
+                     "(see `convlog keys generate`)")
     return raw
 
 
@@ -102,5 +103,7 @@ def read_key_file(path: str, file_var: str = ENV_KEY_FILE) -> tuple[str, int]:
         raise BadKey(f"{where}: too large for a key file (at most {MAX_KEY_FILE_BYTES})")
     try:
         return data.decode("ascii"), stat.S_IMODE(info.st_mode)
-    except UnicodeDecodeError as exc:
-        raise BadKey(f"{where}: cannot read the key file (not ASCII text: {exc})") from None
+    except UnicodeDecodeError:
+        raise BadKey(f"{where}: holds raw bytes, not a key written as text: "
+                     "expected 64 hex digits or base64 (see `convlog keys generate`)"
+                     ) from None

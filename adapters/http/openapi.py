@@ -20,7 +20,8 @@ ERRORS = {
     "400": "Malformed request (not JSON, empty body, bad header)",
     "401": "Missing or unknown bearer token",
     "403": "The token may not do this",
-    "404": "No such conversation (or not this token's), or no such route",
+    "404": "No such conversation (or not this token's), no conversation ever recorded for "
+           "the user or workspace asked about (`unknown-user`), or no such route",
     "408": "The body did not arrive in time",
     "409": "Other writers kept winning the race for this conversation; retry",
     "413": "The body is too large",

@@ -16,7 +16,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 import convlog
-from convlog.domain.errors import ConversationForgotten, InvalidInput, UnknownConversation
+from convlog.domain.errors import (
+    ConversationForgotten,
+    InvalidInput,
+    UnknownConversation,
+    UnknownUser,
+)
 from convlog.domain.memory import MemoryCooling
 from convlog.http.schema import Problem
 
@@ -94,6 +99,10 @@ def to_problem(exc: BaseException, instance: str | None = None) -> Response:
         detail = f"{exc.where}: {exc.reason}" if exc.where else exc.reason
         slug = "memory-cooling" if isinstance(exc, MemoryCooling) else "invalid-input"
         return problem_response(422, slug, detail, field=exc.field, instance=instance)
+    if isinstance(exc, UnknownUser):
+        return problem_response(404, "unknown-user", str(exc),
+                                field="user" if exc.user is not None else "workspace",
+                                instance=instance)
     if isinstance(exc, UnknownConversation):
         return problem_response(404, "unknown-conversation", str(exc), field="key",
                                 instance=instance)

@@ -9,6 +9,8 @@ ConcurrencyError, StorageError), anything else a `RemoteError`.
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -18,7 +20,13 @@ from urllib.parse import quote
 import msgspec
 
 import convlog
-from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
+from convlog.domain.errors import (
+    ConversationForgotten,
+    ConvlogError,
+    InvalidInput,
+    UnknownConversation,
+    UnknownUser,
+)
 from convlog.domain.events import MessageAppended
 from convlog.domain.memory import MemoryCooling
 from convlog.http.schema import (
@@ -84,11 +92,37 @@ def problem_error(status: int, reason: str, content: bytes) -> ConvlogError:
     if kind == "unknown-conversation":
         return UnknownConversation(problem.detail.removeprefix("unknown conversation ")
                                    .strip("'\""))
+    if kind == "conversation-forgotten":
+        forgotten = _forgotten(problem.detail)
+        if forgotten is not None:
+            return forgotten
+    if kind == "unknown-user":
+        return UnknownUser(None, None, message=problem.detail)  # the server's own words
+    if kind == "key-rotated":  # the server's master key was rotated by another process
+        return convlog.WrongKey(problem.detail)
     if kind == "write-conflict":
         return convlog.ConcurrencyError(problem.detail)
     if kind == "storage-unavailable":
         return convlog.StorageError(problem.detail)
     return RemoteError(problem)
+
+
+_FORGOTTEN = re.compile(r"conversation (.+) belongs to forgotten user (.+): it records "
+                        r"nothing more")
+
+
+def _forgotten(detail: str) -> ConversationForgotten | None:
+    """The server's ConversationForgotten again, key and user read back from the
+    detail (each written with repr(), so read with literal_eval, which runs nothing)."""
+    found = _FORGOTTEN.fullmatch(detail)
+    if found is None:
+        return None
+    try:
+        key, user = (ast.literal_eval(found.group(i)) for i in (1, 2))
+    except (ValueError, SyntaxError):
+        return None
+    return ConversationForgotten(key, user) if isinstance(key, str) \
+        and isinstance(user, str) else None
 
 
 def message_body(message: convlog.Message) -> dict[str, Any]:

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from convlog.domain.errors import ConvlogError
-
-
-class MissingExtra(ConvlogError, ImportError):
-    """The agent SDK an integration needs is not installed."""
+from convlog.domain.errors import MissingExtra
 
 
 def require(extra: str, module: str, what: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import msgspec
 
-from convlog.domain.errors import InvalidInput
+from convlog.domain.errors import InvalidInput, UnknownUser
 from convlog.projections.context import Budget, Window
 from convlog.projections.resumption import (
     ConversationHeader,
@@ -147,6 +147,9 @@ def build(builder: ContextBuilder, analytics: Analytics, *, user: str | None,
                            field="conversations")
     with analytics.views.connect():  # both catalog queries on one open of the views
         rows = analytics.sessions(user=user, workspace=workspace, limit=conversations)
+        if not rows and not analytics.sessions(user=user, workspace=workspace,
+                                               include_archived=True, limit=1):
+            raise UnknownUser(user, workspace)
         activity = analytics.agent_activity([r.key for r in rows])
     who = " / ".join(x for x in (user, workspace) if x is not None)
     span = Span(builder, form, who, budget)

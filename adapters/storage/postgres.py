@@ -8,7 +8,9 @@ retried turn is a no-op however many hosts write; and `select_raw` for the views
 
 Writers: eventsourcing locks the events table per insert (EXCLUSIVE mode) so that
 notification ids become visible in order; a views catch-up reading ``> position``
-therefore never skips a late commit. Connection errors are retried by eventsourcing
+therefore never skips a late commit. A unique violation (a stale version, a known
+message id) is always an IntegrityError, a conflict the store answers at once by
+reloading the tail (`insert_events`). Connection errors are retried by eventsourcing
 (10 attempts, 0.2 s apart); a commit whose acknowledgement was lost is retried as a
 conflict, and convlog then finds the turn's message ids already recorded: the turn
 is not written twice.
@@ -21,12 +23,19 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from eventsourcing.persistence import ApplicationRecorder, StoredEvent
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    StoredEvent,
+)
 from eventsourcing.postgres import (
     PostgresAggregateRecorder,
     PostgresApplicationRecorder,
     PostgresFactory,
 )
+from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
@@ -85,6 +94,36 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
             "WHERE originator_id = %s AND topic = ANY(%s) "
             "ORDER BY originator_version DESC LIMIT %s").format(
                 schema=schema, table=Identifier(self.events_table_name))
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any
+                      ) -> Sequence[int] | None:
+        """eventsourcing's pipelined insert, with a conflict always reported as one.
+
+        A unique violation (a stale version, a known message id) is seen at the
+        pipeline's sync; eventsourcing swallowed it there and raised it after the
+        transaction's exit, which then sometimes failed first with PipelineAborted: a
+        connection error to eventsourcing, so the same stale insert was retried after
+        0.2 s sleeps, up to 10 times (issue 33). Here the conflict rolls the
+        transaction back and is raised as IntegrityError whatever the exit reports:
+        the caller reloads the tail and retries at once."""
+        if not stored_events:
+            return None
+        conflict: psycopg.IntegrityError | None = None
+        try:
+            with self.datastore.get_connection() as conn, conn.pipeline() as pipeline, \
+                    conn.transaction(), conn.cursor() as curs:
+                try:
+                    self._insert_stored_events(curs, stored_events, **kwargs)
+                    pipeline.sync()
+                except psycopg.IntegrityError as exc:
+                    conflict = exc
+                    raise
+        except (IntegrityError, InterfaceError, OperationalError) as exc:
+            if conflict is not None:
+                raise IntegrityError(str(conflict)) from conflict
+            raise exc
+        return None
 
     def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
                               **kwargs: Any) -> None:

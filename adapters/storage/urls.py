@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from convlog.domain.errors import MissingExtra
 from convlog.storage.errors import StorageError, UnsupportedURL
 
 DEFAULT_URL = "sqlite:///./convlog.db"
@@ -98,7 +99,11 @@ class StorageConfig:
         fails at once with the server's own words instead of after the pool's wait."""
         if self.backend != "postgresql":
             return
-        import psycopg
+        try:
+            import psycopg
+        except ImportError:
+            raise MissingExtra("PostgreSQL needs the 'postgres' extra: "
+                               "pip install 'convlog[postgres]'") from None
 
         env = self._postgres_env()
         try:

@@ -29,17 +29,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import convlog
-from convlog.domain.errors import ConvlogError, InvalidInput
+from convlog.domain.errors import ConvlogError, InvalidInput, MissingExtra
 from convlog.services.importing import Follower
 from convlog.watch.positions import Positions
 from convlog.watch.status import Stats, now
 from convlog.watch.tail import Captured, Tail
 
 logger = logging.getLogger("convlog.watch")
-
-
-class MissingExtra(ConvlogError, ImportError):
-    """watchdog is not installed."""
 
 
 class _Change(NamedTuple):

@@ -37,3 +37,25 @@ def test_forgotten_and_rotated_elsewhere(tmp_path: Path, monkeypatch: pytest.Mon
         assert rotated.status_code == 409, rotated.text
         assert rotated.json()["type"] == "urn:convlog:problem:key-rotated"
         assert "rotated" in rotated.json()["detail"]
+
+
+def test_the_client_raises_the_typed_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """convlog.Client gave a generic RemoteError for both: now the same exceptions a
+    local log raises, with the key and user of a forgotten conversation."""
+    use_key(monkeypatch)
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    with convlog.open(url, preload_tokenizer=False) as log, served(log) as base, \
+            convlog.Client(base) as remote:
+        conv = remote.conversation("it's:k", user="al'ice")
+        conv.append(convlog.user("hi"))
+        log.forget(user="al'ice")
+        with pytest.raises(convlog.ConversationForgotten) as gone:
+            conv.append(convlog.user("again"))
+        assert (gone.value.key, gone.value.user) == ("it's:k", "al'ice")
+        with convlog.open(url, preload_tokenizer=False) as other:
+            privacy.rotate(other._writer, bytes.fromhex(convlog.generate_key()))
+        log._store.keyring.refresh(force=True)
+        fresh = remote.conversation("k2", user="bob")
+        with pytest.raises(convlog.WrongKey, match="rotated"):
+            fresh.append(convlog.user("hi"))

@@ -74,3 +74,18 @@ def test_the_cli_says_so_on_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert done.returncode == 1
     assert done.stderr.startswith("convlog: error: CONVLOG_KEY_FILE=/dev/zero: not a "
                                   "regular file"), done.stderr
+
+
+@pytest.mark.parametrize("content", [bytes(range(200, 232)), b"\x01" * 32, b"abc"],
+                         ids=["raw-non-ascii", "raw-control", "too-short"])
+def test_a_key_file_of_raw_bytes_says_what_a_key_looks_like(tmp_path: Path,
+                                                            content: bytes) -> None:
+    """32 raw bytes in a key file said 'not ASCII text: ... ordinal not in range(128)'
+    (issue 29): the error now says what a key is and where to get one."""
+    path = tmp_path / "key"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    with pytest.raises(convlog.BadKey) as caught:
+        load_key({"CONVLOG_KEY_FILE": str(path)})
+    assert str(caught.value).startswith(f"CONVLOG_KEY_FILE={path}")
+    assert "expected 64 hex digits or base64 (see `convlog keys generate`)" in str(caught.value)

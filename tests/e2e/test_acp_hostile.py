@@ -170,3 +170,57 @@ def test_sigterm_mid_turn_records_the_turn_and_exits_cleanly(tmp_path: Path) -> 
         assert user.content == "slow, then stop"
         assert isinstance(agent.content, list)
         assert agent.content[-1] == convlog.TextPart(text="[turn cancelled]")
+
+
+@pytest.mark.parametrize("session_id", ["a\x00b", "x" * 513], ids=["nul", "over-512"])
+def test_a_session_id_that_cannot_be_a_key_is_invalid_params_not_internal(
+        tmp_path: Path, session_id: str) -> None:
+    """session/load and session/resume with an id no conversation can have answer
+    -32602 naming `sessionId` (they were -32603 with a traceback), and the proxy goes on."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+
+    async def scenario() -> None:
+        raw = await start(db, tmp_path)
+        await raw.request(1, "initialize", INIT)
+        where = {"cwd": str(tmp_path), "mcpServers": []}
+        for request_id, method in ((2, "session/load"), (3, "session/resume")):
+            bad = await raw.request(request_id, method, {"sessionId": session_id, **where})
+            assert bad["error"]["code"] == -32602, bad
+            assert [e["field"] for e in bad["error"]["data"]["errors"]] == ["sessionId"]
+        new = await raw.request(4, "session/new", where)
+        assert new["result"]["sessionId"]
+        assert raw.proc.stdin is not None
+        raw.proc.stdin.close()
+        assert await asyncio.wait_for(raw.proc.wait(), 15) == 0
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+SILENT_AGENT = "import sys\nfor line in sys.stdin:\n    pass\n"
+
+
+def test_an_agent_that_never_answers_initialize_gets_the_host_an_error(
+        tmp_path: Path) -> None:
+    """The host waited forever; now it gets a JSON-RPC error naming the timeout, the
+    proxy's log says so on stderr, and the silent agent is stopped."""
+    agent = tmp_path / "silent.py"
+    agent.write_text(SILENT_AGENT)
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+
+    async def scenario() -> None:
+        import sys
+
+        proc = await asyncio.create_subprocess_exec(
+            *proxy_command(db, [sys.executable, str(agent)], "--init-timeout", "1"),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env())
+        raw = Raw(proc)
+        answer = await raw.request(1, "initialize", INIT)
+        assert answer["error"]["code"] == -32603
+        assert "did not answer initialize within 1 s" in answer["error"]["data"]["details"]
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 15)
+        assert "did not answer initialize" in (await proc.stderr.read()).decode()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))

@@ -117,6 +117,14 @@ def seeded(db: str) -> list[tuple[int, str]]:
 # ====================================================================== basics
 
 
+def test_bare_convlog_prints_help_and_exits_0():
+    """It was a usage error (exit 2, 'the following arguments are required') (issue 29)."""
+    result = run()
+    assert result.code == 0, result.err
+    assert result.out.startswith("usage: convlog") and "record" in result.out
+    assert result.err == ""
+
+
 def test_version():
     result = run("--version")
     assert result.code == 0

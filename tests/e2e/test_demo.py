@@ -39,9 +39,12 @@ def test_the_new_process_answers_from_injected_history(tmp_path: Path) -> None:
 
 
 def test_running_the_demo_twice_resumes_again_without_duplicating(tmp_path: Path) -> None:
-    run_demo(tmp_path)
+    first = run_demo(tmp_path)
+    assert "appending" not in first
     out = run_demo(tmp_path)
     assert "they rotate every 24h" in out
+    # a second run says it adds to the first one's database (issue 29)
+    assert f"appending to the demo conversation already in {tmp_path / 'demo.db'}" in out
     with convlog.open(f"sqlite:///{tmp_path / 'demo.db'}", create=False) as log:
         ids = [m.message_id for m in log.messages("demo:discord:thread:42")]
     assert len(ids) == len(set(ids)) == 8  # 4 scripted once + 2 questions and answers

@@ -867,8 +867,9 @@ def test_replay_until_version(cli: CLI, db: str):
     rows = cli("--db", db, "replay", "k", "--until", "2", "--json").json()
     assert [row["version"] for row in rows] == [1, 2]
     assert cli("--db", db, "replay", "k", "--until", "0", "--json").json() == []
-    rows = cli("--db", db, "replay", "k", "--until", "99", "--json").json()
-    assert [row["version"] for row in rows] == [1, 2, 3]
+    past = cli("--db", db, "replay", "k", "--until", "99", "--json")  # issue 26: an error
+    assert past.code == 1 and past.out == ""
+    assert "past the end of 'k'" in past.err and "#3" in past.err
 
 
 def test_replay_until_time_is_utc_unless_it_has_an_offset(cli: CLI, db: str):
@@ -908,8 +909,7 @@ def test_until_beyond_sqlite_integers_is_not_an_internal_error(cli: CLI, db: str
     seed(db)
     run = cli("--db", db, "replay", "k", "--until", str(2**63), "--json")
     assert "internal error" not in run.err
-    assert run.code == 0
-    assert [row["version"] for row in json.loads(run.out)] == [1, 2, 3]
+    assert run.code == 1 and "past the end of 'k'" in run.err  # issue 26: not everything
 
 
 def test_version(cli: CLI):

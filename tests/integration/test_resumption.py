@@ -126,7 +126,17 @@ def test_bad_requests_name_the_field(log: convlog.ConversationLog) -> None:
         with pytest.raises(convlog.InvalidInput) as caught:
             log.resumption_context(**kwargs)
         assert caught.value.field == field
-    empty = log.resumption_context(user="nobody")
+    with pytest.raises(convlog.UnknownUser, match="user 'nobody'"):  # was an empty context
+        log.resumption_context(user="nobody")
+    with pytest.raises(convlog.UnknownUser, match="workspace 'w9'"):
+        log.resumption_context(workspace="w9")
+
+
+def test_a_user_whose_conversations_are_all_archived_gets_an_empty_context(
+        log: convlog.ConversationLog) -> None:
+    log.conversation("gone:1", user="gone").append(convlog.user("hi"))
+    log.archive("gone:1")
+    empty = log.resumption_context(user="gone")
     assert empty.conversation_count == 0 and empty.conversations == []
 
 
@@ -143,9 +153,28 @@ def test_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.startswith("## Recent conversations of `u1`")
     for argv, message in ((["context"], "give a conversation KEY"),
                           (["context", "u1:1", "--user", "u1"], "not both"),
-                          (["context", "--user", "u1", "--format", "messages"], "xml and")):
+                          (["context", "--user", "u1", "--format", "messages"], "xml and"),
+                          (["context", "--user", "nobody"], "no conversation was ever")):
         with pytest.raises(SystemExit) as exited:
             main(["--db", url, *argv])
         assert exited.value.code == 1
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
+
+
+def test_an_unknown_user_over_http_is_a_404_problem(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.httpserver import served
+
+    with convlog.open(f"sqlite:///{tmp_path / 'c.db'}") as log, served(log) as base, \
+            convlog.Client(base) as remote:
+        populate(log)
+        answer = httpx.get(f"{base}/v1/context", params={"user": "nobody"}, timeout=10)
+        assert answer.status_code == 404, answer.text
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.json()["type"] == "urn:convlog:problem:unknown-user"
+        assert answer.json()["field"] == "user"
+        with pytest.raises(convlog.UnknownUser):
+            remote.resumption_context(user="nobody")
+        assert remote.resumption_context(user="u1").conversation_count == 3

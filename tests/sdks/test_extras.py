@@ -77,3 +77,17 @@ def test_convlog_never_imports_an_sdk(tmp_path: Path) -> None:
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_postgresql_without_the_postgres_extra_names_it(tmp_path: Path) -> None:
+    """On a plain install `convlog --db postgresql://... sessions` said `internal error:
+    ModuleNotFoundError: No module named 'psycopg' ... please report it` (issue 29)."""
+    done = python(tmp_path, "psycopg", """
+        import sys
+        from convlog.cli.main import main
+        sys.exit(main(["--db", "postgresql://postgres@127.0.0.1:5432/test", "sessions"]))
+        """)
+    assert done.returncode == 1, done.stderr
+    assert "internal error" not in done.stderr
+    assert done.stderr.strip() == ("convlog: error: PostgreSQL needs the 'postgres' extra: "
+                                   "pip install 'convlog[postgres]'")
