@@ -64,3 +64,16 @@ def test_the_http_quick_start_runs(tmp_path: Path) -> None:
     assert json.loads(appended)["appended"] == ["m1", "m2"]
     body = json.loads(context)
     assert body["message_count"] == 2 and "Yes, on Monday." in body["text"]
+
+
+def test_the_record_sample_records_as_written(tmp_path: Path) -> None:
+    """docs/cli.md's sample of every `record` line is one valid batch (it once failed:
+    its `from_version` ranges lay outside the log)."""
+    page = (ROOT / "docs" / "cli.md").read_text()
+    sample = page.split("### The `record` input format", 1)[1].split("```json\n", 1)[1]
+    (tmp_path / "sample.jsonl").write_text(sample.split("```", 1)[0])
+    done = subprocess.run(["convlog", "--db", "sqlite:///r.db", "record", "k", "sample.jsonl"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env(),
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "recorded 12 event(s) in 'k' (now at version 12)\n"

@@ -127,3 +127,18 @@ def test_the_debugging_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
     exec(compile(code, "docs/debugging.md", "exec"), {})  # its asserts are the checks
     assert "before the clear" in capsys.readouterr().out
+
+
+def test_every_http_endpoint_is_in_the_http_reference() -> None:
+    """Each path of docs/openapi.json has a row in docs/http.md's table (the reference once
+    said memory blocks had no endpoint while they had one)."""
+    import json
+
+    http = page("http.md")
+    table = "\n".join(line for line in http.splitlines() if line.startswith("| `"))
+    paths = json.loads((DOCS / "openapi.json").read_text())["paths"]
+    for path in paths:
+        tail = path.split("/v1/conversations/{key}", 1)[-1]
+        shown = [re.escape(path)] + ([rf"\.\.\.{re.escape(tail)}"] if tail else [])
+        assert re.search(rf"(?:{'|'.join(shown)})[`? ]", table), f"{path} missing from docs/http.md"
+    assert "no endpoint" not in http
