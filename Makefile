@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: bench-tools screenshots install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
+.PHONY: bench-tools screenshots docs install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ demo: $(STAMP)  ## the main job: a scripted conversation on embedded SQLite
 
 demo-acp: $(STAMP)  ## the same restart story over ACP: host -> convlog acp -> agent, real processes
 	$(BIN)/python -m convlog.cli.demo_acp
+
+docs: $(STAMP)  ## the reference site (MkDocs Material) into site/, strict: any warning fails
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: $(STAMP)  ## the whole suite
