@@ -55,6 +55,10 @@ def _fail(message: str, status: int) -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (see docs/cli.md)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # prints them and exits
     given = sys.argv[1:] if argv is None else list(argv)
     if not given:  # a newcomer's first try: the help, not a usage error
         parser.print_help()
