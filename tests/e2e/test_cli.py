@@ -636,3 +636,14 @@ def test_the_shell_completes_commands_and_options(tmp_path: Path) -> None:
 
     assert complete("convlog se") == ["sessions", "serve"]
     assert complete("convlog sessions --li") == ["--limit"]
+
+
+def test_json_is_offered_only_where_a_command_prints_data() -> None:
+    """`convlog acp` and `convlog serve` print no result, so --json is refused (issue 29)."""
+    for argv in (["serve", "--json"], ["--json", "serve"], ["acp", "--json", "--", "x"],
+                 ["--json", "acp", "--", "x"]):
+        result = run(*argv)
+        assert result.code == 2 and result.out == "", (argv, result)
+        assert "--json" in result.err.splitlines()[-1], (argv, result)
+    assert "--json" not in run("serve", "--help").out
+    assert "--json" in run("sessions", "--help").out
