@@ -53,6 +53,7 @@ from convlog.domain.content import (
     Usage,
 )
 from convlog.domain.errors import (
+    ArchivedConversation,
     ConversationForgotten,
     ConvlogError,
     InvalidInput,
@@ -179,6 +180,7 @@ async def open_async(
 
 __all__ = [
     "AppendResult",
+    "ArchivedConversation",
     "AsyncClient",
     "AsyncConversationHandle",
     "AsyncConversationLog",

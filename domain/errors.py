@@ -69,6 +69,16 @@ class UnknownUser(ConvlogError, LookupError):
         super().__init__(message or f"no conversation was ever recorded for {who}")
 
 
+class ArchivedConversation(ConvlogError):
+    """An archived conversation is not resumed (no tier runs, nothing is injected)
+    until it is reactivated: `reactivate()`, or a new message, which reactivates it."""
+
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__(f"conversation {key!r} is archived: reactivate it (or append a "
+                         "message) before resuming it")
+
+
 class UnknownConversation(ConvlogError, LookupError):
     """No conversation has been recorded under this key."""
 

@@ -17,6 +17,7 @@ telemetry --by agent` shows how often each agent's own resume works.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -145,6 +146,10 @@ class Sessions:
             answer.update(result)
             return native
 
+        # a host loading a session is the user reopening it: an archived conversation
+        # (`convlog expire`) is reactivated, recorded, before it is resumed
+        with contextlib.suppress(convlog.UnknownConversation):  # a new one starts below
+            await self.log.reactivate(session.key)
         outcome = await self.log.resume(session.key, [
             convlog.Tier("session/resume", native_resume),
             convlog.Tier("session/load", native_load),

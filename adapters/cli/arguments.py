@@ -164,8 +164,9 @@ def context(p: argparse.ArgumentParser) -> None:
                    help="with --user/--workspace: the N most recent (default 3)")
     p.add_argument("--tokens", type=positive_int, default=10_000, metavar="N",
                    help="token budget of the whole text (default 10000)")
-    p.add_argument("--messages", type=positive_int, default=30, metavar="N",
-                   help="at most N messages (default 30)")
+    p.add_argument("--messages", type=positive_int, default=None, metavar="N",
+                   help="at most N messages (default 30; with --user/--workspace: 20 in "
+                        "total)")
     p.add_argument("--chars", type=positive_int, default=2_000, metavar="N",
                    help="cut each message at N characters (default 2000)")
     p.add_argument("--format", choices=FORMATS, default="xml")

@@ -26,6 +26,7 @@ from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.services.jsonlines import parse_lines
 from convlog.services.log import ConversationLog
+from convlog.services.resumption import span_budget
 
 
 def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
@@ -217,10 +218,11 @@ def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_context(log: ConversationLog, args: argparse.Namespace) -> None:
-    budget = Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
     if args.user is not None or args.workspace is not None:
-        _span_context(log, args, budget)
+        _span_context(log, args, span_budget(args.tokens, args.messages, args.chars))
         return
+    budget = Budget(tokens=args.tokens, messages=args.messages or Budget().messages,
+                    chars=args.chars)
     if args.key is None:
         raise ConvlogError("give a conversation KEY, or --user/--workspace")
     context = log.context(args.key, budget=budget, format=args.format,

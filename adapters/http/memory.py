@@ -14,12 +14,13 @@ import convlog
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MemoryInjected
 from convlog.domain.memory import InjectMemory
-from convlog.http.conversations import CONTEXT_QUERY, budget_of
+from convlog.http.conversations import CONTEXT_QUERY
 from convlog.http.endpoint import Call, Endpoint, Param
 from convlog.http.problems import ProblemError
 from convlog.http.schema import MemoryIn, MemoryState
 from convlog.projections.resumption import SPAN_FORMATS
 from convlog.services.memory import as_block
+from convlog.services.resumption import SPAN_MESSAGES, span_budget
 
 KEY = "/v1/conversations/{key}"
 
@@ -60,7 +61,8 @@ async def user_context(call: Call) -> convlog.ResumptionContext:
                                "only", field="user")
         user = call.principal.user
     try:
-        budget = budget_of(call)
+        budget = span_budget(call.q_int("tokens"), call.q_int("messages"),
+                             call.q_int("chars"))
     except InvalidInput as exc:
         raise InvalidInput(exc.reason, field=(exc.field or "").removeprefix("budget.")
                            ) from None
@@ -76,7 +78,9 @@ _SPAN_QUERY = (
     Param("workspace", {"type": "string"}, "the workspace (with user: both must match)"),
     Param("conversations", {"type": "integer", "minimum": 1, "default": 3},
           "the N most recently active conversations"),
-    *[p for p in CONTEXT_QUERY if p.name in ("tokens", "messages", "chars", "model")],
+    *[p for p in CONTEXT_QUERY if p.name in ("tokens", "chars", "model")],
+    Param("messages", {"type": "integer", "minimum": 1, "default": SPAN_MESSAGES},
+          "at most N messages in total across the conversations"),
     Param("format", {"type": "string", "enum": list(SPAN_FORMATS), "default": "xml"},
           "xml or markdown"),
 )

@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 import convlog
 from convlog.domain.errors import (
+    ArchivedConversation,
     ConversationForgotten,
     InvalidInput,
     UnknownConversation,
@@ -99,6 +100,9 @@ def to_problem(exc: BaseException, instance: str | None = None) -> Response:
         detail = f"{exc.where}: {exc.reason}" if exc.where else exc.reason
         slug = "memory-cooling" if isinstance(exc, MemoryCooling) else "invalid-input"
         return problem_response(422, slug, detail, field=exc.field, instance=instance)
+    if isinstance(exc, ArchivedConversation):
+        return problem_response(409, "conversation-archived", str(exc), field="key",
+                                instance=instance)
     if isinstance(exc, UnknownUser):
         return problem_response(404, "unknown-user", str(exc),
                                 field="user" if exc.user is not None else "workspace",

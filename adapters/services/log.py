@@ -434,7 +434,7 @@ class ConversationLog(CatalogQueries):
         metadata (counts, tokens, agents, costs) is the session catalog's."""
         return build_resumption(self.builder(model), self.analytics, user=user,
                                 workspace=workspace, conversations=conversations,
-                                budget=budget or Budget(), fmt=format)
+                                budget=budget, fmt=format)
 
     def expire(self, *, idle_days: float, dry_run: bool = False) -> list[CatalogRow]:
         """Archive active conversations idle for `idle_days` or more (nothing is

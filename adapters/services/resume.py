@@ -37,7 +37,7 @@ from convlog.domain.conversation import (
     RecordFact,
     conversation_id,
 )
-from convlog.domain.errors import InvalidInput
+from convlog.domain.errors import ArchivedConversation, InvalidInput
 from convlog.domain.events import (
     REASON_CLASSES,
     HistoryInjected,
@@ -188,7 +188,10 @@ class ResumeRun:
         check_format(fmt)  # before any tier runs: a bad format must not waste a session
         self.attempts: list[Attempt] = []
         # An unknown conversation is fine here: recording the first attempt starts it.
-        self.bound = self.writer.store.load(conversation_id(key), key).native_session_id
+        state = self.writer.store.load(conversation_id(key), key)
+        if state.status == "archived":
+            raise ArchivedConversation(key)
+        self.bound = state.native_session_id
 
     def _record(self, *commands: Command) -> None:
         self.writer.execute(self.key, commands)

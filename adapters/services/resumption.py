@@ -87,14 +87,29 @@ def _empty(window: Window) -> bool:
     return not window.messages and window.summary is None
 
 
+SPAN_MESSAGES = 20
+"""The resumption service's default: at most 20 messages IN TOTAL across the
+conversations of a user-level context (a single conversation's context allows 30)."""
+
+
+def span_budget(tokens: int | None = None, messages: int | None = None,
+                chars: int | None = None) -> Budget:
+    """A user-level context's budget: what is given, the service's defaults otherwise."""
+    base = Budget(messages=SPAN_MESSAGES)
+    return Budget(tokens=tokens or base.tokens, messages=messages or base.messages,
+                  chars=chars or base.chars)
+
+
 class Span:
-    """Lays out the parts newest first while the shared budget lasts."""
+    """Lays out the parts newest first while the shared budget lasts: tokens AND
+    messages are shared (the newest conversation claims both first)."""
 
     def __init__(self, builder: ContextBuilder, fmt: SpanFormat, who: str, budget: Budget):
         self.builder, self.fmt, self.who, self.budget = builder, fmt, who, budget
         self.parts: list[str] = []
         self.windows: list[Window] = []
         self.spent = builder.count(wrap(fmt, who, []))
+        self.messages_left = budget.messages
 
     def add(self, row: CatalogRow) -> Window | None:
         """The part of `row` that fits (None: not even its header)."""
@@ -107,9 +122,11 @@ class Span:
         if self.spent + base > self.budget.tokens:
             return None
         left = self.budget.tokens - self.spent - base
-        if left > 0:
-            window = self.builder.window(state, msgspec.structs.replace(self.budget, tokens=left),
-                                         frozenset(), self.fmt)
+        if left > 0 and self.messages_left > 0:
+            window = self.builder.window(
+                state, msgspec.structs.replace(self.budget, tokens=left,
+                                               messages=self.messages_left),
+                frozenset(), self.fmt)
         while True:
             text = part(self.fmt, header, window)
             cost = self.builder.count(text) + 1  # + the line break joining the parts
@@ -117,6 +134,7 @@ class Span:
                 break
             window = _trimmed(window, self.spent + cost - self.budget.tokens)
         self.spent += cost
+        self.messages_left -= sum(1 for m in window.messages if not m.is_block)
         self.parts.append(text)
         self.windows.append(window)
         return window
@@ -136,9 +154,10 @@ class Span:
 
 
 def build(builder: ContextBuilder, analytics: Analytics, *, user: str | None,
-          workspace: str | None, conversations: int, budget: Budget, fmt: str
+          workspace: str | None, conversations: int, budget: Budget | None, fmt: str
           ) -> ResumptionContext:
     form = check_span_format(fmt)
+    budget = budget or span_budget()
     if user is None and workspace is None:
         raise InvalidInput("give a user, a workspace, or both", field="user")
     if not isinstance(conversations, int) or isinstance(conversations, bool) or \

@@ -124,6 +124,8 @@ def test_after_a_kill_session_load_replays_and_the_new_agent_gets_the_history_on
     session_id = run(session_with(first, db, "memory", tmp_path,
                                   ["remember: the codeword is PELICAN", "my name is Ada"],
                                   kill=True))  # every answered turn was recorded before
+    with convlog.open(db) as log:  # `convlog expire` archived it meanwhile: a load reopens it
+        log.archive(f"acp:{session_id}")
 
     client = RecordingClient()
 
@@ -164,6 +166,9 @@ def test_after_a_kill_session_load_replays_and_the_new_agent_gets_the_history_on
         messages = log.messages(f"acp:{session_id}")
         assert [m.role for m in messages] == ["user", "assistant"] * 4
         assert messages[4].content == "what is the codeword?"  # not the injected text
+        assert log.info(f"acp:{session_id}").status == "active"
+        types = [type(e.event).__name__ for e in log.events(f"acp:{session_id}")]
+        assert "ConversationReactivated" in types
 
 
 @pytest.mark.parametrize(("mode", "tier"), [("load", "session/load"),

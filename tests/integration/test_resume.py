@@ -638,3 +638,27 @@ def test_two_processes_injecting_into_one_native_session_record_it_once(
         natives = [r.event.native_session_id for r in first.events("c")
                    if isinstance(r.event, HistoryInjected)]
         assert natives == ["fresh-1", "fresh-2", None]
+
+
+def test_an_archived_conversation_is_not_resumed_until_reactivated(
+        log: convlog.ConversationLog) -> None:
+    """It injected anyway (issue 26): now no tier runs and nothing is recorded."""
+    conv = log.conversation("arch")
+    conv.append_turn([convlog.user("remember PELICAN"), convlog.assistant("ok")])
+    conv.archive()
+    before = len(log.events("arch"))
+    called: list[str] = []
+    def fresh(call: convlog.TierCall) -> str:
+        called.append(call.strategy)
+        return "s1"
+
+    tiers = [convlog.Tier("session/new", fresh)]
+    with pytest.raises(convlog.ArchivedConversation, match="is archived"):
+        conv.resume(tiers)
+    with pytest.raises(convlog.ArchivedConversation):
+        asyncio.run(convlog.AsyncConversationLog(log).resume("arch", tiers))
+    assert called == [] and len(log.events("arch")) == before
+    conv.reactivate()
+    outcome = conv.resume(tiers)
+    assert called == ["session/new"] and outcome.injection is not None
+    assert "PELICAN" in outcome.injection.text

@@ -178,3 +178,26 @@ def test_an_unknown_user_over_http_is_a_404_problem(tmp_path: Path) -> None:
         with pytest.raises(convlog.UnknownUser):
             remote.resumption_context(user="nobody")
         assert remote.resumption_context(user="u1").conversation_count == 3
+
+
+def test_by_default_at_most_20_messages_in_total(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The resumption service's contract: 3 conversations, 20 messages IN TOTAL, 10,000
+    tokens. It was 30 per conversation (here 3 x 24 = 72 messages)."""
+    import httpx
+
+    from tests.httpserver import served
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    with convlog.open(url) as log:
+        populate(log)
+        span = log.resumption_context(user="u1")
+        assert span.conversation_count == 3 and span.message_count == 20
+        assert [c.included for c in span.conversations] == [20, 0, 0]  # newest claims first
+        wider = log.resumption_context(user="u1", budget=convlog.Budget(messages=30))
+        assert [c.included for c in wider.conversations] == [24, 6, 0]
+        with served(log) as base:
+            over_http = httpx.get(f"{base}/v1/context", params={"user": "u1"}, timeout=10)
+            assert over_http.json()["message_count"] == 20
+    assert main(["--db", url, "--json", "context", "--user", "u1"]) == 0
+    assert json.loads(capsys.readouterr().out)["message_count"] == 20
