@@ -77,3 +77,21 @@ def test_the_record_sample_records_as_written(tmp_path: Path) -> None:
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "recorded 12 event(s) in 'k' (now at version 12)\n"
+
+
+def test_the_http_pages_curl_examples_run(tmp_path: Path) -> None:
+    """docs/http.md's curl example of every group of endpoints, run in bash against a
+    real `convlog serve` with an admin token: each request must answer 2xx (curl -f)."""
+    from tests.httpserver import ADMIN_TOKEN, spawn_serve
+
+    page = (ROOT / "docs" / "http.md").read_text()
+    section = page.split("### curl, one example per group of endpoints", 1)[1]
+    script = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path,
+                     env={"CONVLOG_TOKEN": ADMIN_TOKEN}) as (url, _):
+        done = subprocess.run(["bash", "-c", f"set -e\n{script}"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120,
+                              env={**env(), "URL": url, "TOKEN": ADMIN_TOKEN}, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    assert '"ok":true' in done.stdout.replace(" ", "")  # the last line: /health
+    assert "Yes, on Monday." in done.stdout
