@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: bench-tools screenshots install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
+.PHONY: bench-tools screenshots docs install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,11 +16,28 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv with convlog (editable) and the dev tools
 
-demo: $(STAMP)  ## the main job: a scripted conversation on embedded SQLite
+# The demos need only a plain install (plus the acp extra for demo-acp), not the
+# development set: on a fresh clone they install just that; a .venv made by
+# `make install` already has it.
+$(VENV)/.demo-stamp: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ ! $(STAMP) -nt pyproject.toml ]; then $(BIN)/python -m pip install --quiet -e .; fi
+	@touch $@
+
+$(VENV)/.demo-acp-stamp: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ ! $(STAMP) -nt pyproject.toml ]; then $(BIN)/python -m pip install --quiet -e '.[acp]'; fi
+	@touch $@
+
+demo: $(VENV)/.demo-stamp  ## the main job: a scripted conversation on embedded SQLite
 	$(BIN)/python -m convlog.cli.demo
 
-demo-acp: $(STAMP)  ## the same restart story over ACP: host -> convlog acp -> agent, real processes
+demo-acp: $(VENV)/.demo-acp-stamp  ## the same restart story over ACP: host -> convlog acp -> agent, real processes
 	$(BIN)/python -m convlog.cli.demo_acp
+
+docs: $(STAMP)  ## the reference site (MkDocs Material) into site/, strict: any warning fails
+	$(BIN)/python -m docs.gen_reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: $(STAMP)  ## the whole suite
@@ -47,7 +64,7 @@ lint: $(STAMP)  ## ruff + mypy (strict)
 	@for f in adapters/*; do ln -s "$(CURDIR)/$$f" $(TYPECHECK)/convlog/; done
 	@ln -s "$(CURDIR)/domain" $(TYPECHECK)/convlog/domain
 	@ln -s "$(CURDIR)/projections" $(TYPECHECK)/convlog/projections
-	MYPYPATH=$(TYPECHECK):$(CURDIR) $(BIN)/python -m mypy -p convlog -p tests -p bench -m docs.make_screenshots
+	MYPYPATH=$(TYPECHECK):$(CURDIR) $(BIN)/python -m mypy -p convlog -p tests -p bench -m docs.make_screenshots -m docs.gen_reference
 
 # The peers (OpenAI Agents SDK, LangChain, LangGraph) live in their own venv: they
 # are benchmark opponents, never runtime dependencies of convlog.

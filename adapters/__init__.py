@@ -150,7 +150,7 @@ def open(
     (`convlog.redact_secrets` is the built-in scrubber).
 
     Encryption at rest: with ``CONVLOG_KEY`` or ``CONVLOG_KEY_FILE`` set, a new store
-    is encrypted; an encrypted store needs its key (see the README)."""
+    is encrypted; an encrypted store needs its key (see docs/encryption.md)."""
     return ConversationLog.with_options(url, LogOptions(
         create=create, prices=prices, views=views, preload_tokenizer=preload_tokenizer,
         max_injected_blocks_in_history=max_injected_blocks_in_history,

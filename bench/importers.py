@@ -50,7 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Real text, so that the tokenizer works as hard as on real transcripts (a small
 # vocabulary of common words would flatter it): prose from the docs, code from the
 # sources, both of this repository.
-PROSE = " ".join((ROOT / name).read_text() for name in ("README.md", "BENCHMARKS.md")).split()
+PROSE = " ".join(path.read_text() for path in [
+    ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").glob("*.md"))]).split()
 CODE = [line for folder in ("adapters", "domain", "projections")
         for path in sorted((ROOT / folder).rglob("*.py")) for line in path.read_text().splitlines()]
 

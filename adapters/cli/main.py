@@ -22,10 +22,12 @@ from convlog.services.options import LogOptions
 from convlog.storage.urls import DEFAULT_URL, ENV_VAR
 
 
-def _common(parser: argparse.ArgumentParser, *, top: bool) -> None:
+def _common(parser: argparse.ArgumentParser, *, top: bool, json: bool = True) -> None:
     default: Any = None if top else argparse.SUPPRESS
     parser.add_argument("--db", metavar="URL", default=default,
                         help=f"storage URL (default: ${ENV_VAR}, else {DEFAULT_URL})")
+    if not json:
+        return
     parser.add_argument("--json", action="store_true",
                         default=False if top else argparse.SUPPRESS,
                         help="print one JSON document instead of a table")
@@ -40,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.help)
-        _common(p, top=False)
+        _common(p, top=False, json=command.prints_data)
         command.arguments(p)
     return parser
 
@@ -55,6 +57,10 @@ def _fail(message: str, status: int) -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (see docs/cli.md)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # prints them and exits
     given = sys.argv[1:] if argv is None else list(argv)
     if not given:  # a newcomer's first try: the help, not a usage error
         parser.print_help()
@@ -62,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(given)
     command = BY_NAME[args.command]
     try:
+        if args.json and not command.prints_data:
+            raise UsageError(f"convlog {command.name} prints no data: --json does not apply")
         if command.check is not None:  # usage errors come before opening anything
             command.check(args)
         if command.run_on_url is not None:

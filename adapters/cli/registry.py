@@ -37,6 +37,9 @@ class Command:
     costs, telemetry): runs without the master key when none is set."""
     check: Check | None = None
     """Usage checks before anything is opened (UsageError: exit status 2)."""
+    prints_data: bool = True
+    """Offers --json (one JSON document on stdout). False for the long-running servers,
+    whose stdout is a protocol or a log, never a result."""
 
     def __post_init__(self) -> None:
         assert (self.run is None) != (self.run_on_url is None), self.name
@@ -57,7 +60,7 @@ COMMANDS: tuple[Command, ...] = (
             public_only=True),
     Command("telemetry", "resume success per tier, fallback rate and cost, memory lost",
             arguments.telemetry, commands.cmd_telemetry, public_only=True),
-    Command("sql", "run SQL over the views (tables and views: see the README)",
+    Command("sql", "run SQL over the views (tables and views: see docs/analytics.md)",
             arguments.sql, commands.cmd_sql, public_only=True),
     Command("export", "write every view to Parquet files, or send the log to an "
                       "OpenTelemetry receiver (--otel, needs convlog[otel])",
@@ -80,7 +83,7 @@ COMMANDS: tuple[Command, ...] = (
             arguments.context, commands.cmd_context),
     Command("acp", "a stdio ACP proxy in front of an agent: records every "
                    "conversation, and resumes sessions the agent forgot",
-            acp.add_arguments, acp.cmd_acp, creates_database=True),
+            acp.add_arguments, acp.cmd_acp, creates_database=True, prints_data=False),
     Command("html", "one self-contained HTML page: timeline, the user's and the "
                     "agent's views side by side",
             arguments.html, pages.cmd_html),
@@ -94,7 +97,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("clear", "start a new epoch: later context starts empty",
             arguments.key_and_reason, commands.state_change("clear")),
     Command("serve", "the log as an HTTP service (needs convlog[http])",
-            serve.add_arguments, serve.cmd_serve, creates_database=True),
+            serve.add_arguments, serve.cmd_serve, creates_database=True, prints_data=False),
     Command("keys", "encryption at rest: generate a key, show status, encrypt a store "
                     "(enable), rotate the master key",
             keys.keys_arguments, run_on_url=keys.run_keys),

@@ -1,6 +1,6 @@
 """`convlog watch FORMAT [DIR]`: record a tool's transcripts as they are written.
 
-Runs until SIGINT or SIGTERM (a systemd user service, see the README): a status line
+Runs until SIGINT or SIGTERM (a systemd user service, see docs/importers.md): a status line
 on a terminal, otherwise log lines on stderr only when something goes wrong (and
 with -v, one per file read). Exit status 0 after a clean stop, 1 when the folder
 cannot be watched, 2 for a usage error.

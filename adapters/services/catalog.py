@@ -63,7 +63,7 @@ class CatalogQueries:
         return self.analytics.telemetry(by=by, since=since)
 
     def sql(self, query: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
-        """(column names, rows) of any SQL over the views (see the README for them)."""
+        """(column names, rows) of any SQL over the views (see docs/analytics.md for them)."""
         return self.analytics.sql(query, params)
 
     def export_parquet(self, directory: str | Path) -> list[Path]:

@@ -1,6 +1,6 @@
 """The JSON Lines input format of `convlog record`: how hosts in any language feed convlog.
 
-WARNING: these line shapes are a PUBLIC CONTRACT, documented in the README. Add
+WARNING: these line shapes are a PUBLIC CONTRACT, documented in docs/cli.md. Add
 optional fields freely; never rename or remove one.
 
 Each line is one object with a ``type``; lines are decoded with msgspec into the typed

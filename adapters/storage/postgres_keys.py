@@ -4,7 +4,7 @@ Erasing: PostgreSQL keeps an updated row's old version (a dead tuple) in the tab
 file until a vacuum reuses the space; ``VACUUM FULL`` rewrites the table into a new
 file and drops the old one. The key table is tiny, so every change to it is followed
 by one. The server's own write-ahead log and backups are outside convlog's reach
-(see the README's threat model).
+(see the threat model in docs/security.md).
 """
 
 from __future__ import annotations

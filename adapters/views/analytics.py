@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # DuckDB is imported when the views are first used, not by `i
 CostGroup = Literal["conversation", "user", "agent", "model", "day"]
 COST_GROUPS: tuple[str, ...] = ("conversation", "user", "agent", "model", "day")
 
-# Analyst-facing SQL views, created with the store (documented in the README).
+# Analyst-facing SQL views, created with the store (documented in docs/analytics.md).
 SQL_VIEWS = {
     "message_costs": """
         SELECT m.*, s.key, s.user, COALESCE(m.agent, s.agent) AS agent_name,

@@ -16,7 +16,7 @@ import convlog
 from tests.e2e.acp_harness import RecordingClient, env
 
 acp = pytest.importorskip("acp")
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "docs" / "acp.md").read_text()
 
 
 def readme_agent(tmp_path: Path) -> Path:

@@ -621,3 +621,29 @@ def test_an_infinite_cost_cannot_poison_the_database(db: str, seeded: list[tuple
 def test_duplicate_message_id_in_one_batch_is_reported_as_bad_input(db: str):
     result = run("--db", db, "record", "k", stdin=jl({**MSG, "id": "d"}, {**MSG, "id": "d"}))
     assert_one_line_error(result, "stdin:2", "'id'")
+
+
+def test_the_shell_completes_commands_and_options(tmp_path: Path) -> None:
+    """argcomplete's protocol, as bash's completion function drives it (issue 29)."""
+    answers = tmp_path / "completions"
+
+    def complete(line: str) -> list[str]:
+        result = run(env=clean_env(_ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
+                                   _ARGCOMPLETE_IFS="\n",
+                                   _ARGCOMPLETE_STDOUT_FILENAME=str(answers)))
+        assert result.code == 0, result
+        return answers.read_text().split()
+
+    assert complete("convlog se") == ["sessions", "serve"]
+    assert complete("convlog sessions --li") == ["--limit"]
+
+
+def test_json_is_offered_only_where_a_command_prints_data() -> None:
+    """`convlog acp` and `convlog serve` print no result, so --json is refused (issue 29)."""
+    for argv in (["serve", "--json"], ["--json", "serve"], ["acp", "--json", "--", "x"],
+                 ["--json", "acp", "--", "x"]):
+        result = run(*argv)
+        assert result.code == 2 and result.out == "", (argv, result)
+        assert "--json" in result.err.splitlines()[-1], (argv, result)
+    assert "--json" not in run("serve", "--help").out
+    assert "--json" in run("sessions", "--help").out

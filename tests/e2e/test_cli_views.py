@@ -116,8 +116,8 @@ def test_unknown_conversation_is_one_line(db: str) -> None:
 
 
 def test_the_readme_session_is_real(db: str) -> None:
-    """The README's debugging session is this command's output (times aside)."""
-    readme = (ROOT / "README.md").read_text()
+    """The documented debugging session is this command's output (times aside)."""
+    readme = (ROOT / "docs" / "debugging.md").read_text()
     block = readme.split("$ python examples/forgetful_agent.py demo.db\n", 1)[1].split(
         "\n```", 1)[0]
     commands = re.findall(r"^\$ convlog --db demo.db (.+?)(?:\s+#.*)?$", block, re.M)

@@ -221,11 +221,11 @@ def test_a_directory_yields_only_files_of_the_format(tmp_path: Path) -> None:
 
 
 def test_the_readme_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Import history other tools already wrote", 1)[1]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "importers.md").read_text()
+    section = page.split("## Import history other tools already wrote", 1)[1]
     code = section.split("```python", 1)[1].split("```", 1)[0]
     code = code.replace("sqlite:///imported.db", f"sqlite:///{tmp_path / 'i.db'}")
-    exec(compile(code.replace("~/.claude/projects", str(CLAUDE)), "README", "exec"), {})
+    exec(compile(code.replace("~/.claude/projects", str(CLAUDE)), "docs/importers.md", "exec"), {})
     assert capsys.readouterr().out.split()[:2] == ["2", "15"]
 
 

@@ -1,5 +1,6 @@
-"""The README's SDK examples run as written, each in a fresh interpreter in an empty
-folder (they write sdk.db there), and print what the README says they print."""
+"""The SDK examples of docs/sdks.md (once in the README) run as written, each in a fresh
+interpreter in an empty folder (they write sdk.db there), and print what the page says
+they print."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = (ROOT / "README.md").read_text().split("## Agent SDKs", 1)[1].split("\n## ", 1)[0]
+SECTION = (ROOT / "docs" / "sdks.md").read_text().split("## Agent SDKs", 1)[1].split("\n## ", 1)[0]
 BLOCKS = [block.split("```", 1)[0] for block in SECTION.split("```python\n")[1:]]
 
 

@@ -1,0 +1,33 @@
+"""Every Python block of the README and of docs/*.md runs (issue 29), with Sybil: the
+blocks of one page run in order in one namespace, in an empty folder, as a reader
+would paste them. A block that cannot run here is marked in the page itself with
+`<!-- skip: next "why" -->`, and the reason names the test that runs it another way."""
+
+from __future__ import annotations
+
+import unittest
+from pathlib import Path
+
+import pytest
+
+sybil = pytest.importorskip("sybil", reason="sybil is a dev dependency")
+from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PARSER = sybil.Sybil(parsers=[PythonCodeBlockParser(), SkipParser()], path=str(ROOT),
+                     patterns=["README.md", "docs/*.md"])
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
+def test_every_python_block_runs(page: Path, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("CONVLOG_URL", "CONVLOG_KEY", "CONVLOG_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    for example in PARSER.parse(page):
+        try:
+            example.evaluate()
+        except unittest.SkipTest:
+            continue
