@@ -5,6 +5,7 @@ would paste them. A block that cannot run here is marked in the page itself with
 
 from __future__ import annotations
 
+import os
 import unittest
 from pathlib import Path
 
@@ -26,8 +27,13 @@ def test_every_python_block_runs(page: Path, tmp_path: Path,
     for name in ("CONVLOG_URL", "CONVLOG_KEY", "CONVLOG_KEY_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
-    for example in PARSER.parse(page):
-        try:
-            example.evaluate()
-        except unittest.SkipTest:
-            continue
+    saved = dict(os.environ)  # a page may set CONVLOG_KEY itself: it must not leak out
+    try:
+        for example in PARSER.parse(page):
+            try:
+                example.evaluate()
+            except unittest.SkipTest:
+                continue
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
