@@ -40,6 +40,7 @@ from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
+from convlog.storage.postgres_pool import bound_outages
 
 APPEND_FUNCTION = "convlog_append_v1"
 """The server-side insert of a batch (`PostgresConvlogRecorder._append_function`);
@@ -201,6 +202,10 @@ def _hex(value: UUID | str) -> str:
 class Factory(PostgresFactory):
     application_recorder_class = PostgresConvlogRecorder
     aggregate_recorder_class = PostgresSnapshotRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        bound_outages(self.datastore)  # 503 at once in an outage, resume at once after
 
     def application_recorder(self) -> ApplicationRecorder:
         recorder = PostgresConvlogRecorder(self.datastore)
