@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
@@ -258,38 +259,51 @@ class ConversationStore(Application[UUID]):
         key: str,
         commands: Callable[[Conversation, bool], Sequence[Command]],
         origins: Sequence[str] | None = None,
+        slot: AbstractContextManager[object] | None = None,
     ) -> tuple[Conversation, list[Recorded]]:
         """Decide `commands(state, fresh)` and save the events in ONE transaction.
 
         `commands` is called again on every attempt; `fresh` tells it the state was
         just read from the store (after a conflict), which is when it should look up
         which message ids are already known. Returns the new state and what was saved.
+
+        `slot` (the process's write slot) is held by each attempt (decide and insert),
+        never between attempts: after a conflict the tail is reloaded and any back-off
+        slept outside it, so one conversation's race never stalls the process's other
+        writes (issue 33). A conflict from stale state is retried at once; only a
+        conflict on freshly read state (a real race) backs off.
         """
+        slot = slot if slot is not None else contextlib.nullcontext()
         fresh = False
         deadline = time.monotonic() + CONFLICT_TIMEOUT
         attempt = 0
         while True:
             attempt += 1
-            state = self.load(conversation, key, fresh=fresh)
-            now = datetime.now(UTC)
-            events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
-            if not events:
-                if fresh:
+            if fresh:  # the reload after a conflict: outside the slot
+                self.load(conversation, key, fresh=True)
+            with slot:
+                state = self.load(conversation, key, fresh=False)
+                now = datetime.now(UTC)
+                events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
+                if events:
+                    try:
+                        return self._save(conversation, state, events, after)
+                    except IntegrityError:
+                        pass
+                elif fresh:
                     return state, []
+            if not events:
                 fresh = True  # "nothing to do" may come from a stale state: check
                 continue
-            try:
-                return self._save(conversation, state, events, after)
-            except IntegrityError:
-                if time.monotonic() > deadline:
-                    raise ConcurrencyError(
-                        f"conversation {key!r}: other writers kept winning for "
-                        f"{CONFLICT_TIMEOUT:g}s ({attempt} attempts); nothing was written"
-                    ) from None
-                if fresh:  # a real race: exponential backoff with full jitter, so the
-                    # writers of one busy conversation spread out instead of colliding
-                    time.sleep(random.uniform(0, min(0.1, 0.001 * 2 ** min(attempt, 7))))
-                fresh = True
+            if time.monotonic() > deadline:
+                raise ConcurrencyError(
+                    f"conversation {key!r}: other writers kept winning for "
+                    f"{CONFLICT_TIMEOUT:g}s ({attempt} attempts); nothing was written"
+                ) from None
+            if fresh:  # a real race: exponential backoff with full jitter, so the
+                # writers of one busy conversation spread out instead of colliding
+                time.sleep(random.uniform(0, min(0.1, 0.001 * 2 ** min(attempt, 7))))
+            fresh = True
 
     def _save(
         self, conversation: UUID, state: Conversation, events: list[Event],

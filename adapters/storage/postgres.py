@@ -2,18 +2,19 @@
 
 Selected with ``PERSISTENCE_MODULE=convlog.storage.postgres:Factory`` (done by
 `convlog.storage.urls` for ``postgresql://`` URLs). Same shape as convlog.storage.sqlite: a
-``convlog_message_ids`` table written in the SAME transaction as the events (right
-after them, inside eventsourcing's pipelined transaction), so a
+``convlog_message_ids`` table written in the SAME transaction as the events, so a
 retried turn is a no-op however many hosts write; and `select_raw` for the views.
 
-Writers: eventsourcing locks the events table per insert (EXCLUSIVE mode) so that
-notification ids become visible in order; a views catch-up reading ``> position``
-therefore never skips a late commit. A unique violation (a stale version, a known
-message id) is always an IntegrityError, a conflict the store answers at once by
-reloading the tail (`insert_events`). Connection errors are retried by eventsourcing
-(10 attempts, 0.2 s apart); a commit whose acknowledgement was lost is retried as a
-conflict, and convlog then finds the turn's message ids already recorded: the turn
-is not written twice.
+Writers: a batch is one call of the server-side function ``convlog_append_v1``
+(autocommit): the message ids, then an EXCLUSIVE lock on the events table (so that
+notification ids become visible in order: a views catch-up reading ``> position``
+never skips a late commit), the NOTIFY and the events. The lock is therefore held for
+the server's own work only, never across a round trip to the client. A unique
+violation (a stale version, a known message id) is always an IntegrityError, a
+conflict the store answers at once by reloading the tail. Connection errors are
+retried (10 attempts, 0.2 s apart); a commit whose acknowledgement was lost is retried
+as a conflict, and convlog then finds the turn's message ids already recorded: the
+turn is not written twice.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from psycopg.sql import SQL, Identifier
 
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
 
+APPEND_FUNCTION = "convlog_append_v1"
+"""The server-side insert of a batch (`PostgresConvlogRecorder._append_function`);
+a new version gets a new name, so hosts of both versions can share a database."""
 _DDL_LOCK = 0x636F6E766C6F67  # "convlog": one advisory lock key for schema creation
 
 
@@ -79,6 +83,9 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
             "message_id text NOT NULL, PRIMARY KEY (conversation_id, message_id))"
         ).format(schema=schema, index=index))
         self.sql_create_statements.extend(keys_ddl(schema))
+        self.sql_create_statements.append(self._append_function(schema, index))
+        self._append = SQL("SELECT {schema}.{function}(%s, %s, %s)").format(
+            schema=schema, function=Identifier(APPEND_FUNCTION))
         self._insert_ids = SQL("INSERT INTO {schema}.{index} VALUES (%s, %s)").format(
             schema=schema, index=index)
         self._select_ids = SQL(
@@ -98,47 +105,55 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any
                       ) -> Sequence[int] | None:
-        """eventsourcing's pipelined insert, with a conflict always reported as one.
+        """Insert a batch of events (and its message ids) in ONE statement, committed
+        by the server on its own: `convlog_append_v1` (see `_append_function`).
 
-        A unique violation (a stale version, a known message id) is seen at the
-        pipeline's sync; eventsourcing swallowed it there and raised it after the
-        transaction's exit, which then sometimes failed first with PipelineAborted: a
-        connection error to eventsourcing, so the same stale insert was retried after
-        0.2 s sleeps, up to 10 times (issue 33). Here the conflict rolls the
-        transaction back and is raised as IntegrityError whatever the exit reports:
-        the caller reloads the tail and retries at once."""
+        eventsourcing's pipelined insert held the events-table lock across round
+        trips (LOCK..INSERT, sync, then COMMIT): a transaction idle while its client
+        waited for CPU blocked every other writer (issue 33). A unique violation (a
+        stale version, a known message id) is an IntegrityError: the caller reloads
+        the tail and retries at once, never a connection-error retry."""
         if not stored_events:
             return None
-        conflict: psycopg.IntegrityError | None = None
-        try:
-            with self.datastore.get_connection() as conn, conn.pipeline() as pipeline, \
-                    conn.transaction(), conn.cursor() as curs:
-                try:
-                    self._insert_stored_events(curs, stored_events, **kwargs)
-                    pipeline.sync()
-                except psycopg.IntegrityError as exc:
-                    conflict = exc
-                    raise
-        except (IntegrityError, InterfaceError, OperationalError) as exc:
-            if conflict is not None:
-                raise IntegrityError(str(conflict)) from conflict
-            raise exc
+        message_ids: tuple[UUID, Sequence[str]] | None = kwargs.get("message_ids")
+        conversation, new_ids = message_ids if message_ids else (None, None)
+        events = [self.construct_pg_stored_event(e.originator_id, e.originator_version,
+                                                 e.topic, e.state) for e in stored_events]
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            try:
+                curs.execute(self._append, (events, conversation,
+                                            list(new_ids) if new_ids else None),
+                             prepare=True)
+            except psycopg.IntegrityError as exc:
+                raise IntegrityError(str(exc)) from exc
         return None
 
-    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
-                              **kwargs: Any) -> None:
-        # After the events, inside the block whose pipeline sync reports the FIRST
-        # failed statement: a known message id then raises IntegrityError (a retry
-        # that convlog resolves). From eventsourcing's earlier `_insert_events` hook,
-        # the next command could be sent before the error arrived and fail instead
-        # with PipelineAborted, an OperationalError that was retried 10 times and
-        # then reported as a storage failure (a flaky test found it).
-        super()._insert_stored_events(curs, stored_events, **kwargs)
-        message_ids: tuple[UUID, Sequence[str]] | None = kwargs.get("message_ids")
-        if message_ids:  # own cursor: `curs` holds the RETURNING ids eventsourcing reads
-            conversation, new_ids = message_ids
-            with curs.connection.cursor() as ids:
-                ids.executemany(self._insert_ids, [(conversation, m) for m in new_ids])
+    def _append_function(self, schema: Identifier, index: Identifier) -> Any:
+        """The server-side insert. Its message ids first (a known id conflicts before
+        any lock is taken), then the EXCLUSIVE lock on the events table, the NOTIFY
+        and the events: run as one autocommit statement, the lock is taken and
+        released inside the server's own work. The lock stays because the views'
+        catch-up reads ``notification_id > position``: ids must become visible in
+        order (commits in id order); without it, a reader could pass over an id whose
+        transaction commits later."""
+        return SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.{function}("
+            "events {schema}.{event}[], conversation uuid, message_ids text[]) "
+            "RETURNS void LANGUAGE plpgsql AS $BODY$ BEGIN "
+            "SET LOCAL lock_timeout = '{lock_timeout}s'; "
+            "IF message_ids IS NOT NULL THEN "
+            "INSERT INTO {schema}.{index} SELECT conversation, unnest(message_ids); "
+            "END IF; "
+            "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
+            "NOTIFY {channel}; "
+            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
+            "SELECT originator_id, originator_version, topic, state FROM unnest(events); "
+            "END; $BODY$").format(
+                schema=schema, function=Identifier(APPEND_FUNCTION), index=index,
+                event=Identifier(self.stored_event_type_name),
+                lock_timeout=self.datastore.lock_timeout,
+                table=Identifier(self.events_table_name),
+                channel=Identifier(self.channel_name))
 
     def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]:
         with self.datastore.transaction(commit=False) as curs:
