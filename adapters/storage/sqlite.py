@@ -20,22 +20,27 @@ Selected with ``PERSISTENCE_MODULE=convlog.storage.sqlite`` (done by `convlog.st
 from __future__ import annotations
 
 import contextlib
+import random
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.persistence import (
     IntegrityError,
+    InterfaceError,
     OperationalError,
     PersistenceError,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
+    SQLiteAggregateRecorder,
     SQLiteApplicationRecorder,
     SQLiteConnection,
     SQLiteConnectionPool,
+    SQLiteDatastore,
     SQLiteFactory,
 )
 
@@ -46,6 +51,8 @@ SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit
 _STREAM_CACHE = 65_536  # stream numbers remembered by a writer (~10 MiB at most)
 _TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+DEFAULT_LOCK_TIMEOUT = 5  # seconds; eventsourcing's default, `?timeout=` changes it
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -78,12 +85,104 @@ def _typed_errors() -> Iterator[None]:
         raise PersistenceError(exc) from exc
 
 
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _retry_locked(action: Callable[[], T], timeout: float) -> T:
+    """`action`, retried while SQLite answers "database is locked" without waiting.
+
+    The busy timeout does not cover everything a first open does: switching a new
+    file to WAL needs an exclusive lock that SQLite refuses at once (no busy handler)
+    when another process is converting or creating the same file, and a deferred
+    transaction that read the schema cannot upgrade to a write after another process
+    wrote it. Several hosts starting on one new file hit both; a retry then finds the
+    work done by the winner."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 0.1)
+
+
+def use_wal(conn: sqlite3.Connection, timeout: float) -> str:
+    """Put the file in WAL mode (it stays so: only the first open of a file changes
+    it); returns the journal mode in force (``memory`` for in-memory databases)."""
+    def switch() -> str:
+        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        if mode in ("wal", "memory"):
+            return mode
+        return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+
+    return _retry_locked(switch, timeout)
+
+
+def create_schema(datastore: SQLiteDatastore, statements: Sequence[str]) -> None:
+    """`statements` (CREATE ... IF NOT EXISTS) in one transaction. A schema already
+    there needs no write lock, so the first try is a plain (deferred) transaction: an
+    open is not held up by another process's write. When that try finds the file
+    locked (another process is making the schema: eventsourcing's deferred BEGIN
+    then failed with "database is locked"), the retries take the write lock before
+    reading anything (BEGIN IMMEDIATE, which waits for the lock): several hosts
+    opening one new file at once all succeed."""
+    pool = datastore.pool
+    attempts = 0
+
+    def create() -> None:
+        nonlocal attempts
+        attempts += 1
+        connection = pool.get_connection(is_writer=True)
+        conn = connection._sqlite_conn
+        try:
+            conn.execute("BEGIN" if attempts == 1 else "BEGIN IMMEDIATE")
+            try:
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        finally:
+            pool.put_connection(connection)
+
+    with _typed_errors():
+        _retry_locked(create, pool.lock_timeout or DEFAULT_LOCK_TIMEOUT)
+
+
+class SQLiteSnapshotRecorder(SQLiteAggregateRecorder):
+    """eventsourcing's snapshot table, created like the events' (`create_schema`)."""
+
+    def create_table(self) -> None:
+        create_schema(self.datastore, self.create_table_statements)
+
+
 class _TunedPool(SQLiteConnectionPool):
     synchronous = "normal"
 
     def _create_connection(self) -> SQLiteConnection:
-        connection = super()._create_connection()
-        raw: sqlite3.Connection = connection._sqlite_conn
+        """eventsourcing's connection (autocommit, busy timeout, WAL, sqlite3.Row),
+        with the switch to WAL retried while another process makes the same new file
+        (see `_retry_locked`)."""
+        timeout = self.lock_timeout or DEFAULT_LOCK_TIMEOUT
+        try:
+            raw = sqlite3.connect(database=self.db_name, uri=True, check_same_thread=False,
+                                  isolation_level=None, cached_statements=True,
+                                  timeout=timeout)
+        except (sqlite3.Error, TypeError) as exc:
+            raise InterfaceError(exc) from exc
+        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
+            with _typed_errors():
+                use_wal(raw, timeout)
+            self.is_journal_mode_wal = True
+        raw.row_factory = sqlite3.Row
+        connection = SQLiteConnection(sqlite_conn=raw, max_age=self.max_age)
         raw.execute(f"PRAGMA synchronous={self.synchronous}")
         raw.execute("PRAGMA foreign_keys=ON")
         raw.execute("PRAGMA secure_delete=ON")  # snapshots are written here
@@ -127,7 +226,12 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         ]
 
     def create_table(self) -> None:
-        super().create_table()
+        """The schema, made in ONE write transaction taken before anything is read
+        (BEGIN IMMEDIATE), retried while another process makes it: several hosts
+        opening one new file at once all succeed (eventsourcing's deferred BEGIN
+        failed with "database is locked" when another process wrote the schema
+        first)."""
+        create_schema(self.datastore, self.create_table_statements)
         if self._has_table(self.old_index_table):
             self._migrate_old_index()
 
@@ -184,11 +288,11 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         conn = sqlite3.connect(pool.db_name, uri=True, check_same_thread=False,
                                isolation_level=None, cached_statements=64,
                                timeout=pool.lock_timeout or 5)
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        mode = use_wal(conn, pool.lock_timeout or DEFAULT_LOCK_TIMEOUT)
         conn.execute("PRAGMA secure_delete=ON")  # erased bytes are zeroed (sqlite_keys)
         conn.execute(f"PRAGMA synchronous={getattr(pool, 'synchronous', 'normal')}")
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_HARD_LIMIT_PAGES}")
-        if str(mode).lower() == "wal":  # checkpoints exist only in WAL mode
+        if mode == "wal":  # checkpoints exist only in WAL mode
             self._checkpointer = Checkpointer(pool.db_name, pool.lock_timeout or 5)
         self._writer = conn
         return conn
@@ -322,3 +426,4 @@ class Factory(SQLiteFactory):
         self.datastore.pool = pool
 
     application_recorder_class = SQLiteConvlogRecorder
+    aggregate_recorder_class = SQLiteSnapshotRecorder
