@@ -20,19 +20,14 @@ Selected with ``PERSISTENCE_MODULE=convlog.storage.sqlite`` (done by `convlog.st
 from __future__ import annotations
 
 import contextlib
-import random
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import (
-    IntegrityError,
     InterfaceError,
-    OperationalError,
-    PersistenceError,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
@@ -40,19 +35,17 @@ from eventsourcing.sqlite import (
     SQLiteApplicationRecorder,
     SQLiteConnection,
     SQLiteConnectionPool,
-    SQLiteDatastore,
     SQLiteFactory,
 )
 
 from convlog.storage.sqlite_keys import KEYS_DDL, SQLiteKeyTable
+from convlog.storage.sqlite_open import DEFAULT_LOCK_TIMEOUT, create_schema, typed_errors, use_wal
 from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
 
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit
 _STREAM_CACHE = 65_536  # stream numbers remembered by a writer (~10 MiB at most)
 _TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
-DEFAULT_LOCK_TIMEOUT = 5  # seconds; eventsourcing's default, `?timeout=` changes it
-T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -69,91 +62,6 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-
-
-@contextlib.contextmanager
-def _typed_errors() -> Iterator[None]:
-    """sqlite3's exceptions as eventsourcing's, as its transaction wrapper raises them
-    (callers above tell a conflict, IntegrityError, from other storage failures)."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        raise IntegrityError(exc) from exc
-    except sqlite3.OperationalError as exc:
-        raise OperationalError(exc) from exc
-    except sqlite3.Error as exc:
-        raise PersistenceError(exc) from exc
-
-
-def _locked(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-def _retry_locked(action: Callable[[], T], timeout: float) -> T:
-    """`action`, retried while SQLite answers "database is locked" without waiting.
-
-    The busy timeout does not cover everything a first open does: switching a new
-    file to WAL needs an exclusive lock that SQLite refuses at once (no busy handler)
-    when another process is converting or creating the same file, and a deferred
-    transaction that read the schema cannot upgrade to a write after another process
-    wrote it. Several hosts starting on one new file hit both; a retry then finds the
-    work done by the winner."""
-    deadline = time.monotonic() + timeout
-    delay = 0.005
-    while True:
-        try:
-            return action()
-        except sqlite3.OperationalError as exc:
-            if not _locked(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 2, 0.1)
-
-
-def use_wal(conn: sqlite3.Connection, timeout: float) -> str:
-    """Put the file in WAL mode (it stays so: only the first open of a file changes
-    it); returns the journal mode in force (``memory`` for in-memory databases)."""
-    def switch() -> str:
-        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
-        if mode in ("wal", "memory"):
-            return mode
-        return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
-
-    return _retry_locked(switch, timeout)
-
-
-def create_schema(datastore: SQLiteDatastore, statements: Sequence[str]) -> None:
-    """`statements` (CREATE ... IF NOT EXISTS) in one transaction. A schema already
-    there needs no write lock, so the first try is a plain (deferred) transaction: an
-    open is not held up by another process's write. When that try finds the file
-    locked (another process is making the schema: eventsourcing's deferred BEGIN
-    then failed with "database is locked"), the retries take the write lock before
-    reading anything (BEGIN IMMEDIATE, which waits for the lock): several hosts
-    opening one new file at once all succeed."""
-    pool = datastore.pool
-    attempts = 0
-
-    def create() -> None:
-        nonlocal attempts
-        attempts += 1
-        connection = pool.get_connection(is_writer=True)
-        conn = connection._sqlite_conn
-        try:
-            conn.execute("BEGIN" if attempts == 1 else "BEGIN IMMEDIATE")
-            try:
-                for statement in statements:
-                    conn.execute(statement)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        finally:
-            pool.put_connection(connection)
-
-    with _typed_errors():
-        _retry_locked(create, pool.lock_timeout or DEFAULT_LOCK_TIMEOUT)
 
 
 class SQLiteSnapshotRecorder(SQLiteAggregateRecorder):
@@ -178,7 +86,7 @@ class _TunedPool(SQLiteConnectionPool):
         except (sqlite3.Error, TypeError) as exc:
             raise InterfaceError(exc) from exc
         if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
-            with _typed_errors():
+            with typed_errors():
                 use_wal(raw, timeout)
             self.is_journal_mode_wal = True
         raw.row_factory = sqlite3.Row
@@ -262,7 +170,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         one connection held for writing is both simpler and measurably faster."""
         with self._writer_lock:
             conn = self._writer or self._connect_writer()
-            with _typed_errors(), _immediate(conn):
+            with typed_errors(), _immediate(conn):
                 stream = self._write(conn, stored_events, kwargs.get("message_ids"))
             if stream is not None:  # only once committed: a rolled-back rowid may be reused
                 if len(self._streams) >= _STREAM_CACHE:
@@ -277,10 +185,10 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         with self._writer_lock:
             conn = self._writer or self._connect_writer()
             if not begin:
-                with _typed_errors():
+                with typed_errors():
                     yield conn
                 return
-            with _typed_errors(), _immediate(conn):
+            with typed_errors(), _immediate(conn):
                 yield conn
 
     def _connect_writer(self) -> sqlite3.Connection:
@@ -400,7 +308,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         pool = self.datastore.pool
         connection = pool.get_connection(is_writer=False)
         try:
-            with _typed_errors(), contextlib.closing(connection._sqlite_conn.cursor()) as cursor:
+            with typed_errors(), contextlib.closing(connection._sqlite_conn.cursor()) as cursor:
                 cursor.row_factory = None
                 rows: list[Any] = cursor.execute(statement, params).fetchall()
                 return rows
