@@ -73,11 +73,13 @@ def _answer(value: Any) -> Response:
 def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                max_body: int = MAX_BODY, body_timeout: float = BODY_TIMEOUT,
                max_requests: int = MAX_REQUESTS, poll_interval: float = 0.25,
+               max_streams_per_token: int = 100,
                endpoints: Sequence[Endpoint] = ENDPOINTS
                ) -> Any:
     """The ASGI app serving `log` (which the caller opens and closes)."""
     server = Server(log=log, auth=auth or Auth(), poll_interval=poll_interval,
-                    inline_writes=log.config.backend == "sqlite")
+                    inline_writes=log.config.backend == "sqlite",
+                    max_streams_per_token=max_streams_per_token)
     version = convlog.__version__
     document = encoded(endpoints, version)
 

@@ -22,10 +22,11 @@ ERRORS = {
     "403": "The token may not do this",
     "404": "No such conversation (or not this token's), no conversation ever recorded for "
            "the user or workspace asked about (`unknown-user`), or no such route",
-    "408": "The body did not arrive in time",
+    "408": "The request line and headers, or the body, did not arrive in time",
     "409": "Other writers kept winning the race for this conversation; retry",
     "413": "The body is too large",
     "422": "Invalid input: `field` names the offending field",
+    "431": "The request line and headers are too large, or there are too many headers",
     "503": "Overloaded (too many requests in flight) or the storage is unavailable: "
            "retry after Retry-After",
 }

@@ -41,6 +41,8 @@ TITLES = {
     413: "Content too large",
     415: "Unsupported media type",
     422: "Invalid input",
+    429: "Too many requests",
+    431: "Request header fields too large",
     500: "Internal server error",
     503: "Service unavailable",
 }

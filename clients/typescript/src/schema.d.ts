@@ -1487,7 +1487,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1516,6 +1516,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1597,7 +1606,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1626,6 +1635,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1702,7 +1720,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1731,6 +1749,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1806,7 +1833,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1835,6 +1862,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1914,7 +1950,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1943,6 +1979,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2022,7 +2067,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2051,6 +2096,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2139,7 +2193,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2168,6 +2222,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2246,7 +2309,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2275,6 +2338,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2354,7 +2426,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2383,6 +2455,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2461,7 +2542,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2490,6 +2571,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2569,7 +2659,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2598,6 +2688,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2676,7 +2775,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2705,6 +2804,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2784,7 +2892,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2813,6 +2921,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2888,7 +3005,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2917,6 +3034,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2997,7 +3123,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3026,6 +3152,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3105,7 +3240,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3134,6 +3269,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3213,7 +3357,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3242,6 +3386,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3321,7 +3474,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3350,6 +3503,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3432,7 +3594,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3461,6 +3623,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3539,7 +3710,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3568,6 +3739,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3643,7 +3823,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3672,6 +3852,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3751,7 +3940,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3780,6 +3969,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3857,7 +4055,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3886,6 +4084,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3962,7 +4169,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3991,6 +4198,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4068,7 +4284,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -4097,6 +4313,15 @@ export interface operations {
             };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
