@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-streams-per-token", type=int, default=None, metavar="N",
                    help="live streams one token may hold (default a tenth of "
                         "--max-connections)")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web origin (https://ui.example) whose pages may call the API "
+                        "(CORS); repeatable. Requests from any other Origin are refused")
     p.add_argument("--body-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="a request body must arrive within this time (default 10)")
 
@@ -48,4 +51,13 @@ def cmd_serve(log: ConversationLog, args: argparse.Namespace) -> None:
         host=args.host, port=args.port, user_tokens=args.user_tokens,
         max_body=args.max_body, body_timeout=args.body_timeout,
         max_connections=args.max_connections, header_timeout=args.header_timeout,
-        max_streams_per_token=args.max_streams_per_token))
+        max_streams_per_token=args.max_streams_per_token,
+        allow_origins=tuple(_origin(o) for o in args.allow_origin)))
+
+
+def _origin(value: str) -> str:
+    """An origin as browsers send it: scheme://host[:port], nothing after."""
+    scheme, sep, rest = value.rstrip("/").partition("://")
+    if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+        raise ConvlogError(f"--allow-origin: expected http(s)://HOST[:PORT], got {value!r}")
+    return f"{scheme}://{rest}"

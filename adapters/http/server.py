@@ -38,6 +38,7 @@ class Options:
     keep_alive: float = 5.0
     header_timeout: float = HEADER_TIMEOUT
     max_streams_per_token: int | None = None  # None: a tenth of max_connections
+    allow_origins: tuple[str, ...] = ()
 
     @property
     def streams_per_token(self) -> int:
@@ -74,7 +75,8 @@ def serve(log: convlog.ConversationLog, options: Options) -> None:
     auth = make_auth(options)
     app = create_app(log, auth=auth, max_body=options.max_body,
                      body_timeout=options.body_timeout, max_requests=options.max_connections,
-                     max_streams_per_token=options.streams_per_token)
+                     max_streams_per_token=options.streams_per_token,
+                     allow_origins=options.allow_origins, host_names=(options.host,))
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     config = uvicorn.Config(

@@ -1469,7 +1469,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1514,8 +1514,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1588,7 +1615,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1633,8 +1660,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1702,7 +1756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1747,8 +1801,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1815,7 +1896,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1860,8 +1941,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1932,7 +2040,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1977,8 +2085,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2049,7 +2184,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2094,8 +2229,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2175,7 +2337,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2220,8 +2382,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2291,7 +2480,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2336,8 +2525,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2408,7 +2624,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2453,8 +2669,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2524,7 +2767,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2569,8 +2812,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2641,7 +2911,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2686,8 +2956,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2757,7 +3054,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2802,8 +3099,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2874,7 +3198,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2919,8 +3243,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2987,7 +3338,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3032,8 +3383,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3105,7 +3483,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3150,8 +3528,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3222,7 +3627,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3267,8 +3672,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3339,7 +3771,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3384,8 +3816,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3456,7 +3915,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3501,8 +3960,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3576,7 +4062,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3621,8 +4107,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3692,7 +4205,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3737,8 +4250,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3805,7 +4345,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3850,8 +4390,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3922,7 +4489,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3967,8 +4534,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4037,7 +4631,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4082,8 +4676,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4151,7 +4772,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4196,8 +4817,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4266,7 +4914,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4311,8 +4959,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
