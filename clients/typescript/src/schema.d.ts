@@ -1469,7 +1469,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1487,7 +1487,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1514,8 +1514,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1579,7 +1615,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1597,7 +1633,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1624,8 +1660,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1684,7 +1756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1702,7 +1774,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1729,8 +1801,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1788,7 +1896,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1806,7 +1914,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1833,8 +1941,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1896,7 +2040,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1914,7 +2058,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1941,8 +2085,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2004,7 +2184,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2022,7 +2202,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2049,8 +2229,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2121,7 +2337,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2139,7 +2355,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2166,8 +2382,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2228,7 +2480,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2246,7 +2498,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2273,8 +2525,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2336,7 +2624,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2354,7 +2642,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2381,8 +2669,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2443,7 +2767,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2461,7 +2785,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2488,8 +2812,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2551,7 +2911,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2569,7 +2929,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2596,8 +2956,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2658,7 +3054,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2676,7 +3072,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2703,8 +3099,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2766,7 +3198,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2784,7 +3216,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2811,8 +3243,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2870,7 +3338,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2888,7 +3356,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2915,8 +3383,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2979,7 +3483,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2997,7 +3501,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3024,8 +3528,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3087,7 +3627,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3105,7 +3645,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3132,8 +3672,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3195,7 +3771,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3213,7 +3789,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3240,8 +3816,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3303,7 +3915,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3321,7 +3933,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3348,8 +3960,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3414,7 +4062,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3432,7 +4080,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3459,8 +4107,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3521,7 +4205,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3539,7 +4223,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3566,8 +4250,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3625,7 +4345,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3643,7 +4363,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3670,8 +4390,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3733,7 +4489,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3751,7 +4507,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3778,8 +4534,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3839,7 +4631,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3857,7 +4649,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3884,8 +4676,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3944,7 +4772,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3962,7 +4790,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3989,8 +4817,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4050,7 +4914,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4068,7 +4932,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -4095,8 +4959,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
