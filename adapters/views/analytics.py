@@ -109,6 +109,7 @@ class Analytics:
     def refresh(self, *, progress: bool | None = None) -> int:
         """Catch up with the log; figures computed with another price table are
         repriced first (convlog.views.pricing)."""
+        self.prices.reload_if_changed()
         with self.views.connect() as con:
             self.pricing.reprice_if_changed(con)
             return self.views.catch_up(self.store.index,

@@ -93,3 +93,19 @@ def test_new_messages_after_a_price_change_use_the_table_in_force(
         log.append("k", convlog.assistant("more", model="my-llm", usage=convlog.Usage(
             input_tokens=MILLION)))
     assert _costs(url, capsys)["my-llm"]["cost_usd"] == pytest.approx(8.0)
+
+
+def test_a_running_host_follows_an_edited_price_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running host (or `convlog serve`) reads the file again once it changed,
+    so it shows the figures the CLI shows."""
+    prices = tmp_path / "prices.json"
+    _prices(prices, 1.0, 0.0)
+    monkeypatch.setenv("CONVLOG_PRICES", str(prices))
+    with convlog.open(f"sqlite:///{tmp_path / 'c.db'}") as log:
+        log.append("k", convlog.assistant("x", model="my-llm", usage=convlog.Usage(
+            input_tokens=MILLION)))
+        assert log.costs()[0].cost_usd == pytest.approx(1.0)
+        _prices(prices, 3.0, 0.0)
+        assert log.costs()[0].cost_usd == pytest.approx(3.0)
+        assert log.sessions()[0].cost_usd == pytest.approx(3.0)
