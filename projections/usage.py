@@ -100,7 +100,7 @@ CONVERSATION_USAGE = Table(
         Column("output_tokens", "BIGINT", "sum"),
         Column("cache_read_tokens", "BIGINT", "sum"),
         Column("cache_write_tokens", "BIGINT", "sum"),
-        Column("cost_usd", "DOUBLE", "sum"),
+        Column("cost_usd", "DOUBLE", "nullsum"),
         Column("cost_unknown", "BOOLEAN", "any"),
         Column("agent_interactions", "BIGINT", "sum"),
     ),
