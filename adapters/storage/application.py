@@ -39,6 +39,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONFLICT_TIMEOUT = 30.0
 """How long a write keeps retrying while other writers win the same conversation."""
 MESSAGE_TOPICS = all_topics(MessageAppended)
+QUIET_READS = 8
+"""A conversation seen written by another process is read fresh before each write
+until this many reads in a row found nothing new (`ConversationStore.execute`)."""
 
 
 class IndexedRecorder(Protocol):
@@ -117,6 +120,9 @@ class ConversationStore(Application[UUID]):
         super().__init__(env)
         self.where = where
         self._cache: OrderedDict[UUID, Conversation] = OrderedDict()
+        self._shared: OrderedDict[UUID, int] = OrderedDict()
+        """Conversations other processes write too (seen conflicting): -> how many
+        reads in a row found nothing new (`_note_shared`)."""
         self._cache_lock = threading.Lock()
         try:
             self.keyring = Keyring.open(self.keys, master_key, where, public_only)
@@ -196,6 +202,25 @@ class ConversationStore(Application[UUID]):
                 self._cache.move_to_end(conversation)
             while len(self._cache) > self.CACHE_SIZE:
                 self._cache.popitem(last=False)
+
+    def _is_shared(self, conversation: UUID) -> bool:
+        with self._cache_lock:
+            return conversation in self._shared
+
+    def _note_shared(self, conversation: UUID, *, conflicted: bool = False,
+                     changed: bool = False) -> None:
+        """A conflict marks a conversation shared; a fresh read before a write that
+        found nothing new counts towards unmarking it (`QUIET_READS` in a row)."""
+        with self._cache_lock:
+            if conflicted or changed:
+                self._shared[conversation] = 0
+                self._shared.move_to_end(conversation)
+                while len(self._shared) > self.CACHE_SIZE:
+                    self._shared.popitem(last=False)
+            elif conversation in self._shared:
+                self._shared[conversation] += 1
+                if self._shared[conversation] >= QUIET_READS:
+                    del self._shared[conversation]
 
     @storage_errors
     def load(self, conversation: UUID, key: str, *, fresh: bool = True) -> Conversation:
@@ -277,10 +302,20 @@ class ConversationStore(Application[UUID]):
         fresh = False
         deadline = time.monotonic() + CONFLICT_TIMEOUT
         attempt = 0
+        if self._is_shared(conversation):
+            # Other processes write it too (no sticky routing): the cached state is
+            # likely stale, so read the tail first (one indexed query) rather than
+            # pay a failed insert, a reload and an id lookup. Still optimistic about
+            # ids: a known one conflicts on the index, and the retry looks ids up.
+            cached = self._cached(conversation)
+            read = self.load(conversation, key, fresh=True)
+            self._note_shared(conversation, changed=cached is None
+                              or read.version != cached.version)
         while True:
             attempt += 1
             if fresh:  # the reload after a conflict: outside the slot
                 self.load(conversation, key, fresh=True)
+            conflicted = False
             with slot:
                 state = self.load(conversation, key, fresh=False)
                 now = datetime.now(UTC)
@@ -289,12 +324,14 @@ class ConversationStore(Application[UUID]):
                     try:
                         return self._save(conversation, state, events, after)
                     except IntegrityError:
-                        pass
+                        conflicted = True
                 elif fresh:
                     return state, []
             if not events:
                 fresh = True  # "nothing to do" may come from a stale state: check
                 continue
+            if conflicted and not fresh:
+                self._note_shared(conversation, conflicted=True)
             if time.monotonic() > deadline:
                 raise ConcurrencyError(
                     f"conversation {key!r}: other writers kept winning for "

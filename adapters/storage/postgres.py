@@ -12,13 +12,14 @@ never skips a late commit), the NOTIFY and the events. The lock is therefore hel
 the server's own work only, never across a round trip to the client. A unique
 violation (a stale version, a known message id) is always an IntegrityError, a
 conflict the store answers at once by reloading the tail. Connection errors are
-retried (10 attempts, 0.2 s apart); a commit whose acknowledgement was lost is retried
-as a conflict, and convlog then finds the turn's message ids already recorded: the
-turn is not written twice.
+retried (10 attempts, 0.2 s apart); a retry first reads back whether the failed
+attempt committed (its acknowledgement lost), so the write reports what it stored
+(`appended`), and a host that retries the same turn never writes it twice.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -36,14 +37,17 @@ from eventsourcing.postgres import (
     PostgresApplicationRecorder,
     PostgresFactory,
 )
-from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
+from convlog.storage.postgres_pool import bound_outages
 
 APPEND_FUNCTION = "convlog_append_v1"
 """The server-side insert of a batch (`PostgresConvlogRecorder._append_function`);
 a new version gets a new name, so hosts of both versions can share a database."""
+INSERT_ATTEMPTS = 10
+RETRY_WAIT = 0.2
+"""A write's attempts on connection errors, and the pause between them."""
 _DDL_LOCK = 0x636F6E766C6F67  # "convlog": one advisory lock key for schema creation
 
 
@@ -96,13 +100,16 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
             "FROM {schema}.{table} WHERE notification_id > %s "
             "ORDER BY notification_id LIMIT %s").format(
                 schema=schema, table=Identifier(self.events_table_name))
+        self._select_state = SQL(
+            "SELECT state FROM {schema}.{table} "
+            "WHERE originator_id = %s AND originator_version = %s").format(
+                schema=schema, table=Identifier(self.events_table_name))
         self._select_tail = SQL(
             "SELECT originator_version, topic, state FROM {schema}.{table} "
             "WHERE originator_id = %s AND topic = ANY(%s) "
             "ORDER BY originator_version DESC LIMIT %s").format(
                 schema=schema, table=Identifier(self.events_table_name))
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any
                       ) -> Sequence[int] | None:
         """Insert a batch of events (and its message ids) in ONE statement, committed
@@ -112,10 +119,30 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
         trips (LOCK..INSERT, sync, then COMMIT): a transaction idle while its client
         waited for CPU blocked every other writer (issue 33). A unique violation (a
         stale version, a known message id) is an IntegrityError: the caller reloads
-        the tail and retries at once, never a connection-error retry."""
+        the tail and retries at once, never a connection-error retry.
+
+        A connection error is retried (`INSERT_ATTEMPTS`, `RETRY_WAIT` apart). The
+        failed attempt may have committed with only its acknowledgement lost: each
+        retry first reads the batch's first event back (same stream, version and
+        stored bytes: this call's own) and, when it is there, returns as stored.
+        Without that, the retry conflicted on its own rows and the turn was reported
+        as already recorded (`appended=[]`) although this very call stored it."""
         if not stored_events:
             return None
-        message_ids: tuple[UUID, Sequence[str]] | None = kwargs.get("message_ids")
+        for attempt in range(1, INSERT_ATTEMPTS + 1):
+            try:
+                if attempt > 1 and self._stored(stored_events[0]):
+                    return None  # committed by the attempt whose answer was lost
+                self._insert_once(stored_events, kwargs.get("message_ids"))
+                return None
+            except (InterfaceError, OperationalError):
+                if attempt == INSERT_ATTEMPTS:
+                    raise
+                time.sleep(RETRY_WAIT)
+        return None
+
+    def _insert_once(self, stored_events: Sequence[StoredEvent],
+                     message_ids: tuple[UUID, Sequence[str]] | None) -> None:
         conversation, new_ids = message_ids if message_ids else (None, None)
         events = [self.construct_pg_stored_event(e.originator_id, e.originator_version,
                                                  e.topic, e.state) for e in stored_events]
@@ -126,7 +153,13 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
                              prepare=True)
             except psycopg.IntegrityError as exc:
                 raise IntegrityError(str(exc)) from exc
-        return None
+
+    def _stored(self, event: StoredEvent) -> bool:
+        """Whether `event` itself (not merely one at its version) is stored."""
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(self._select_state, (event.originator_id, event.originator_version))
+            row = curs.fetchone()
+        return row is not None and bytes(row["state"]) == bytes(event.state)
 
     def _append_function(self, schema: Identifier, index: Identifier) -> Any:
         """The server-side insert. Its message ids first (a known id conflicts before
@@ -201,6 +234,10 @@ def _hex(value: UUID | str) -> str:
 class Factory(PostgresFactory):
     application_recorder_class = PostgresConvlogRecorder
     aggregate_recorder_class = PostgresSnapshotRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        bound_outages(self.datastore)  # 503 at once in an outage, resume at once after
 
     def application_recorder(self) -> ApplicationRecorder:
         recorder = PostgresConvlogRecorder(self.datastore)
