@@ -71,9 +71,10 @@ class Connection:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         assert self.reader is not None
-        self.writer.write(
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        self.writer.write(  # Host: the bound address (serve refuses others, issue 25)
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            .encode() + body)
         head = await self.reader.readuntil(b"\r\n\r\n")
         status = int(head.split(b" ", 2)[1])
         found = re.search(rb"(?i)content-length:\s*(\d+)", head)
@@ -176,10 +177,12 @@ async def drive(ports: list[int], sticky: bool, seconds: float, tag: str
             while time.perf_counter() < deadline:
                 server = u % len(ports) if sticky else (u + t) % len(ports)
                 begin = time.perf_counter()
-                status, _ = await conns[server].post(path, turn_body(u, t))
+                status, payload = await conns[server].post(path, turn_body(u, t))
                 latencies.append(time.perf_counter() - begin)
                 if status != 200:
                     failures += 1
+                    if failures == 1:
+                        print(f"turn failed: {status} {payload[:300]!r}", file=sys.stderr)
                 t += 1
         finally:
             for c in conns:
