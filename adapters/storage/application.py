@@ -25,12 +25,18 @@ from uuid import UUID
 
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    Mapper,
+    OperationalError,
+    PersistenceError,
+)
 
 from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
-from convlog.storage.errors import ConcurrencyError, StorageError
+from convlog.storage.errors import ConcurrencyError, StorageError, StorageUnavailable
 from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics
 from convlog.storage.sealed import Sealer
 
@@ -88,6 +94,9 @@ def storage_errors(method: F) -> F:
         except IntegrityError:
             raise
         except PersistenceError as exc:
+            if isinstance(exc, OperationalError | InterfaceError) or getattr(
+                    exc, "unavailable", False):  # see convlog.storage.postgres_pool
+                raise StorageUnavailable(_explain(exc)) from None
             raise StorageError(_explain(exc)) from None
         except Exception as exc:
             if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool", "sqlite3"):
