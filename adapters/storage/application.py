@@ -94,12 +94,13 @@ def storage_errors(method: F) -> F:
         except IntegrityError:
             raise
         except PersistenceError as exc:
-            if isinstance(exc, OperationalError | InterfaceError) or getattr(
-                    exc, "unavailable", False):  # see convlog.storage.postgres_pool
+            if _unavailable(exc):
                 raise StorageUnavailable(_explain(exc)) from None
             raise StorageError(_explain(exc)) from None
         except Exception as exc:
             if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool", "sqlite3"):
+                if _unavailable(exc):
+                    raise StorageUnavailable(_explain(exc)) from None
                 raise StorageError(_explain(exc)) from None
             raise
 
@@ -381,6 +382,17 @@ class ConversationStore(Application[UUID]):
         # same snapshot taken by another process, a lock, a full disk) may fail it.
         with contextlib.suppress(PersistenceError):
             self.snapshots.put([Envelope(conversation, state.version, state)])
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """PostgreSQL out of reach (a connection error, the bounded wait for one expired:
+    convlog.storage.postgres_pool), not a locked or full SQLite file."""
+    if getattr(exc, "unavailable", False):
+        return True
+    driver = exc.__cause__ if isinstance(exc, OperationalError | InterfaceError) else exc
+    return any(c.__module__.split(".")[0] in ("psycopg", "psycopg_pool")
+               and c.__name__ in ("OperationalError", "InterfaceError")
+               for c in type(driver).__mro__)  # AdminShutdown, PoolTimeout... included
 
 
 def _explain(exc: Exception) -> str:
