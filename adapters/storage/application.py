@@ -52,6 +52,8 @@ class IndexedRecorder(Protocol):
     def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
                     ) -> list[tuple[int, str, bytes]]: ...
 
+    def claim_request(self, scope: str, fingerprint: str, now: float) -> str: ...
+
 
 def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conversation | None:
     """eventsourcing projector: fold envelopes (a snapshot first, maybe) into state."""

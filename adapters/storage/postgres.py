@@ -39,6 +39,7 @@ from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
+from convlog.storage.postgres_requests import PostgresRequestTable, requests_ddl
 
 _DDL_LOCK = 0x636F6E766C6F67  # "convlog": one advisory lock key for schema creation
 
@@ -60,7 +61,8 @@ class PostgresSnapshotRecorder(PostgresAggregateRecorder):
         _create_serialized(self, super().create_table)
 
 
-class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
+class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
+                              PostgresRequestTable):
     """The events, the message-id index, and the key table of encrypted stores
     (convlog.storage.postgres_keys)."""
 
@@ -79,6 +81,7 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
             "message_id text NOT NULL, PRIMARY KEY (conversation_id, message_id))"
         ).format(schema=schema, index=index))
         self.sql_create_statements.extend(keys_ddl(schema))
+        self.sql_create_statements.extend(requests_ddl(schema))
         self._insert_ids = SQL("INSERT INTO {schema}.{index} VALUES (%s, %s)").format(
             schema=schema, index=index)
         self._select_ids = SQL(
