@@ -254,8 +254,7 @@ class ConversationLog(CatalogQueries):
         recorded already, in the store, so every process on it agrees; returns the one
         on record: another than `fingerprint` means the key was used for another request
         (convlog.storage.requests; kept 24 hours)."""
-        return self._writer.store.index.claim_request(idempotency_key, fingerprint,
-                                                       time.time())
+        return self._writer.store.claim_request(idempotency_key, fingerprint, time.time())
 
     def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
         """Which of `ids` the conversation already holds (indexed queries; an unknown

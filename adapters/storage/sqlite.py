@@ -27,12 +27,11 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import (
-    IntegrityError,
-    OperationalError,
-    PersistenceError,
+    InterfaceError,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
+    SQLiteAggregateRecorder,
     SQLiteApplicationRecorder,
     SQLiteConnection,
     SQLiteConnectionPool,
@@ -42,6 +41,7 @@ from eventsourcing.sqlite import (
 from convlog.storage.requests import SQLITE_DDL as SQLITE_REQUESTS_DDL
 from convlog.storage.requests import SQLiteRequestTable
 from convlog.storage.sqlite_keys import KEYS_DDL, SQLiteKeyTable
+from convlog.storage.sqlite_open import DEFAULT_LOCK_TIMEOUT, create_schema, typed_errors, use_wal
 from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
 
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
@@ -66,26 +66,33 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-@contextlib.contextmanager
-def _typed_errors() -> Iterator[None]:
-    """sqlite3's exceptions as eventsourcing's, as its transaction wrapper raises them
-    (callers above tell a conflict, IntegrityError, from other storage failures)."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        raise IntegrityError(exc) from exc
-    except sqlite3.OperationalError as exc:
-        raise OperationalError(exc) from exc
-    except sqlite3.Error as exc:
-        raise PersistenceError(exc) from exc
+class SQLiteSnapshotRecorder(SQLiteAggregateRecorder):
+    """eventsourcing's snapshot table, created like the events' (`create_schema`)."""
+
+    def create_table(self) -> None:
+        create_schema(self.datastore, self.create_table_statements)
 
 
 class _TunedPool(SQLiteConnectionPool):
     synchronous = "normal"
 
     def _create_connection(self) -> SQLiteConnection:
-        connection = super()._create_connection()
-        raw: sqlite3.Connection = connection._sqlite_conn
+        """eventsourcing's connection (autocommit, busy timeout, WAL, sqlite3.Row),
+        with the switch to WAL retried while another process makes the same new file
+        (see `_retry_locked`)."""
+        timeout = self.lock_timeout or DEFAULT_LOCK_TIMEOUT
+        try:
+            raw = sqlite3.connect(database=self.db_name, uri=True, check_same_thread=False,
+                                  isolation_level=None, cached_statements=True,
+                                  timeout=timeout)
+        except (sqlite3.Error, TypeError) as exc:
+            raise InterfaceError(exc) from exc
+        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
+            with typed_errors():
+                use_wal(raw, timeout)
+            self.is_journal_mode_wal = True
+        raw.row_factory = sqlite3.Row
+        connection = SQLiteConnection(sqlite_conn=raw, max_age=self.max_age)
         raw.execute(f"PRAGMA synchronous={self.synchronous}")
         raw.execute("PRAGMA foreign_keys=ON")
         raw.execute("PRAGMA secure_delete=ON")  # snapshots are written here
@@ -130,7 +137,12 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         ]
 
     def create_table(self) -> None:
-        super().create_table()
+        """The schema, made in ONE write transaction taken before anything is read
+        (BEGIN IMMEDIATE), retried while another process makes it: several hosts
+        opening one new file at once all succeed (eventsourcing's deferred BEGIN
+        failed with "database is locked" when another process wrote the schema
+        first)."""
+        create_schema(self.datastore, self.create_table_statements)
         if self._has_table(self.old_index_table):
             self._migrate_old_index()
 
@@ -161,7 +173,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         one connection held for writing is both simpler and measurably faster."""
         with self._writer_lock:
             conn = self._writer or self._connect_writer()
-            with _typed_errors(), _immediate(conn):
+            with typed_errors(), _immediate(conn):
                 stream = self._write(conn, stored_events, kwargs.get("message_ids"))
             if stream is not None:  # only once committed: a rolled-back rowid may be reused
                 if len(self._streams) >= _STREAM_CACHE:
@@ -176,10 +188,10 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         with self._writer_lock:
             conn = self._writer or self._connect_writer()
             if not begin:
-                with _typed_errors():
+                with typed_errors():
                     yield conn
                 return
-            with _typed_errors(), _immediate(conn):
+            with typed_errors(), _immediate(conn):
                 yield conn
 
     def _connect_writer(self) -> sqlite3.Connection:
@@ -187,11 +199,11 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         conn = sqlite3.connect(pool.db_name, uri=True, check_same_thread=False,
                                isolation_level=None, cached_statements=64,
                                timeout=pool.lock_timeout or 5)
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        mode = use_wal(conn, pool.lock_timeout or DEFAULT_LOCK_TIMEOUT)
         conn.execute("PRAGMA secure_delete=ON")  # erased bytes are zeroed (sqlite_keys)
         conn.execute(f"PRAGMA synchronous={getattr(pool, 'synchronous', 'normal')}")
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_HARD_LIMIT_PAGES}")
-        if str(mode).lower() == "wal":  # checkpoints exist only in WAL mode
+        if mode == "wal":  # checkpoints exist only in WAL mode
             self._checkpointer = Checkpointer(pool.db_name, pool.lock_timeout or 5)
         self._writer = conn
         return conn
@@ -299,7 +311,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         pool = self.datastore.pool
         connection = pool.get_connection(is_writer=False)
         try:
-            with _typed_errors(), contextlib.closing(connection._sqlite_conn.cursor()) as cursor:
+            with typed_errors(), contextlib.closing(connection._sqlite_conn.cursor()) as cursor:
                 cursor.row_factory = None
                 rows: list[Any] = cursor.execute(statement, params).fetchall()
                 return rows
@@ -325,3 +337,4 @@ class Factory(SQLiteFactory):
         self.datastore.pool = pool
 
     application_recorder_class = SQLiteConvlogRecorder
+    aggregate_recorder_class = SQLiteSnapshotRecorder

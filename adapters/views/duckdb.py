@@ -429,6 +429,8 @@ _MERGE_RULES = {
     "first": 'COALESCE(t."{c}", b."{c}")',
     "last": 'COALESCE(b."{c}", t."{c}")',
     "sum": 'COALESCE(t."{c}", 0) + COALESCE(b."{c}", 0)',
+    "nullsum": 'CASE WHEN t."{c}" IS NULL THEN b."{c}" WHEN b."{c}" IS NULL THEN t."{c}" '
+               'ELSE t."{c}" + b."{c}" END',
     "max": 'GREATEST(t."{c}", b."{c}")',
     "any": 'COALESCE(t."{c}", FALSE) OR COALESCE(b."{c}", FALSE)',
 }

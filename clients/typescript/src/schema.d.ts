@@ -566,6 +566,8 @@ export interface components {
             message_count: number;
             tokens: number;
             cost_usd: number | null;
+            /** @default false */
+            cost_incomplete?: boolean;
             input_tokens: number;
             output_tokens: number;
             included: number;
