@@ -19,6 +19,7 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
         super().__init__()
         self._message_ids: set[tuple[UUID, str]] = set()
         self._keys: dict[str, KeyRow] = {}
+        self._requests: dict[str, str] = {}
 
     def _insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -104,6 +105,11 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
                 self._stored_events[index[version]] = StoredEvent(
                     originator_id=old.originator_id, originator_version=version,
                     topic=old.topic, state=state)
+
+    def claim_request(self, scope: str, fingerprint: str, now: float) -> str:
+        """See convlog.storage.requests (nothing outlives the process: no expiry)."""
+        with self._database_lock:
+            return self._requests.setdefault(scope, fingerprint)
 
     def erase(self, vacuum: bool = False) -> None:
         """Nothing outlives the process: nothing to erase."""

@@ -41,6 +41,7 @@ from psycopg.sql import SQL, Identifier
 
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
 from convlog.storage.postgres_pool import bound_outages
+from convlog.storage.postgres_requests import PostgresRequestTable, requests_ddl
 
 APPEND_FUNCTION = "convlog_append_v1"
 """The server-side insert of a batch (`PostgresConvlogRecorder._append_function`);
@@ -68,7 +69,8 @@ class PostgresSnapshotRecorder(PostgresAggregateRecorder):
         _create_serialized(self, super().create_table)
 
 
-class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
+class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
+                              PostgresRequestTable):
     """The events, the message-id index, and the key table of encrypted stores
     (convlog.storage.postgres_keys)."""
 
@@ -87,6 +89,7 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
             "message_id text NOT NULL, PRIMARY KEY (conversation_id, message_id))"
         ).format(schema=schema, index=index))
         self.sql_create_statements.extend(keys_ddl(schema))
+        self.sql_create_statements.extend(requests_ddl(schema))
         self.sql_create_statements.append(self._append_function(schema, index))
         self._append = SQL("SELECT {schema}.{function}(%s, %s, %s)").format(
             schema=schema, function=Identifier(APPEND_FUNCTION))

@@ -38,6 +38,8 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
+from convlog.storage.requests import SQLITE_DDL as SQLITE_REQUESTS_DDL
+from convlog.storage.requests import SQLiteRequestTable
 from convlog.storage.sqlite_keys import KEYS_DDL, SQLiteKeyTable
 from convlog.storage.sqlite_open import DEFAULT_LOCK_TIMEOUT, create_schema, typed_errors, use_wal
 from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
@@ -98,7 +100,7 @@ class _TunedPool(SQLiteConnectionPool):
         return connection
 
 
-class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
+class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteRequestTable):
     """Stored events plus the message-id index, in one transaction per save; the key
     table of encrypted stores (convlog.storage.sqlite_keys).
 
@@ -131,6 +133,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
             "stream INTEGER NOT NULL, message_id TEXT NOT NULL, "
             "PRIMARY KEY (stream, message_id)) WITHOUT ROWID",
             *KEYS_DDL,
+            *SQLITE_REQUESTS_DDL,
         ]
 
     def create_table(self) -> None:
