@@ -3,6 +3,7 @@ message-id index, for tests and throwaway hosts. Nothing survives the process.""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -20,6 +21,11 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
         self._message_ids: set[tuple[UUID, str]] = set()
         self._keys: dict[str, KeyRow] = {}
         self._requests: dict[str, str] = {}
+        self._identity = uuid.uuid4().hex
+
+    def store_identity(self) -> str:
+        """See convlog.storage.sqlite.SQLiteConvlogRecorder.store_identity."""
+        return self._identity
 
     def _insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
