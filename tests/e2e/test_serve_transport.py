@@ -98,7 +98,7 @@ def test_trickling_headers_are_cut_off_at_the_header_timeout(tmp_path: Path) -> 
         started = time.monotonic()
         sock.settimeout(0.2)
         answered = b""
-        for n in range(25):  # a header line every 0.2 s, 5 s in all
+        for n in range(40):  # a header line every 0.2 s, 8 s in all
             try:
                 sock.sendall(b"X-Trickle-%d: 1\r\n" % n)
                 answered = sock.recv(65536, socket.MSG_PEEK)
@@ -109,7 +109,7 @@ def test_trickling_headers_are_cut_off_at_the_header_timeout(tmp_path: Path) -> 
             if answered:
                 break
         assert answered, "the trickling client was never cut off"
-        assert time.monotonic() - started < 4
+        assert time.monotonic() - started < 6
         _assert_problem(*_answer(sock), expected=408)
         _health_stays_up(url, 2)
 
