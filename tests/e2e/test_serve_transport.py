@@ -92,6 +92,18 @@ def test_idle_sockets_do_not_starve_a_real_request(tmp_path: Path) -> None:
         _assert_problem(*_answer(idle[0], timeout=5), expected=408)
 
 
+def test_a_kept_alive_connection_is_closed_quietly_to_make_room(tmp_path: Path) -> None:
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--max-connections", "2"
+                     ) as (url, _), socket.create_connection(_address(url)) as kept:
+        kept.sendall(b"GET /health HTTP/1.1\r\nHost: %s\r\n\r\n" % url[7:].encode())
+        status, _, _ = _answer(kept, timeout=5)
+        assert status == 200
+        with _idle_sockets(_address(url), 4):  # 5 open, 4 allowed: the oldest idle goes
+            kept.settimeout(4)  # under the 5 s keep-alive timeout
+            assert kept.recv(100) == b""  # closed, no answer: it had asked nothing
+        _health_stays_up(url, 2)
+
+
 def test_trickling_headers_are_cut_off_at_the_header_timeout(tmp_path: Path) -> None:
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--header-timeout", "1"
                      ) as (url, _), socket.create_connection(_address(url)) as sock:
