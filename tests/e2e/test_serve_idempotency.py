@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 import convlog
 from tests.httpserver import spawn_serve
@@ -53,12 +52,3 @@ def test_sqlite_two_servers_and_a_restart(tmp_path: Path) -> None:
 def test_postgresql_two_servers_and_a_restart(tmp_path: Path, pg_url: str) -> None:
     _check(pg_url, tmp_path, tuple(f"&views={tmp_path / n}.duckdb"  # type: ignore[arg-type]
                                    for n in "abc"))
-
-
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
-def test_the_first_fingerprint_stays(tmp_path: Path, backend: str) -> None:
-    url = "memory://" if backend == "memory" else f"sqlite:///{tmp_path / 'c.db'}"
-    with convlog.open(url) as log:
-        assert log.claim_request("scope", "one") == "one"
-        assert log.claim_request("scope", "two") == "one"
-        assert log.claim_request("other", "two") == "two"
