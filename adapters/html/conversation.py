@@ -75,6 +75,7 @@ def message_data(version: int, event: MessageAppended,
         "output": usage.output_tokens if usage else None,
         "cost": row.get("cost_usd"),
         "cost_unknown": row.get("cost_unknown", False),
+        "cost_text": usd_text(row.get("cost_usd"), row.get("cost_unknown", False)),
     }
 
 
@@ -94,7 +95,7 @@ def turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for m in messages:
         if m["role"] == "user" or not out:
             out.append({"from": m["v"], "to": m["v"], "tokens": 0, "input": 0, "output": 0,
-                        "cost": None})
+                        "cost": None, "cost_unknown": False})
         turn = out[-1]
         turn["to"] = m["v"]
         turn["tokens"] += m["tokens"] or 0
@@ -102,6 +103,9 @@ def turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         turn["output"] += m["output"] or 0
         if m["cost"] is not None:
             turn["cost"] = (turn["cost"] or 0.0) + m["cost"]
+        turn["cost_unknown"] = turn["cost_unknown"] or m["cost_unknown"]
+    for turn in out:  # written as every surface writes a cost (convlog.projections.money)
+        turn["cost_text"] = usd_text(turn["cost"], turn["cost_unknown"])
     return out
 
 

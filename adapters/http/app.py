@@ -22,11 +22,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 import convlog
+from convlog.domain.errors import InvalidInput
 from convlog.http import analytics, conversations, memory, resume, stream
 from convlog.http.auth import Auth
 from convlog.http.endpoint import Call, Endpoint, Server, json_response
 from convlog.http.guard import Guard
-from convlog.http.idempotency import HEADER, Stored
+from convlog.http.idempotency import HEADER, REUSED, Stored, scope_digest
 from convlog.http.idempotency import check_key as check_idempotency_key
 from convlog.http.limits import BODY_TIMEOUT, MAX_BODY, MAX_REQUESTS, Limits
 from convlog.http.openapi import encoded
@@ -56,6 +57,11 @@ def _view(server: Server, endpoint: Endpoint) -> Any:
                 return Response(found.body, status_code=found.status,
                                 media_type="application/json",
                                 headers={"Idempotent-Replayed": "true"})
+            # the store decides, for every server on it and across restarts
+            recorded = await call.run(server.log.claim_request, scope_digest(scope),
+                                      fingerprint.hex())
+            if recorded != fingerprint.hex():
+                raise InvalidInput(REUSED, field=HEADER)
             response = _answer(await endpoint.handler(call))
             if response.status_code < 500:
                 server.idempotency.put(scope, Stored(fingerprint, response.status_code,

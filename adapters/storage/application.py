@@ -59,8 +59,12 @@ class IndexedRecorder(Protocol):
 
     def max_notification_id(self) -> int | None: ...
 
+    def store_identity(self) -> str: ...
+
     def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
                     ) -> list[tuple[int, str, bytes]]: ...
+
+    def claim_request(self, scope: str, fingerprint: str, now: float) -> str: ...
 
 
 def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conversation | None:
@@ -253,6 +257,11 @@ class ConversationStore(Application[UUID]):
         assert isinstance(state, Conversation)
         self._remember(conversation, state)
         return state
+
+    @storage_errors
+    def claim_request(self, scope: str, fingerprint: str, now: float) -> str:
+        """See convlog.storage.requests: the fingerprint on record for `scope`."""
+        return self.index.claim_request(scope, fingerprint, now)
 
     @storage_errors
     def recorded(

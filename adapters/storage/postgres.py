@@ -40,9 +40,10 @@ from eventsourcing.postgres import (
 )
 from psycopg.sql import SQL, Identifier
 
-from convlog.storage.errors import StorageUnavailable
+from convlog.storage.errors import StorageError, StorageUnavailable
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
 from convlog.storage.postgres_pool import DatabaseUnavailable, bound_outages
+from convlog.storage.postgres_requests import PostgresRequestTable, requests_ddl
 
 APPEND_FUNCTION = "convlog_append_v1"
 """The server-side insert of a batch (`PostgresConvlogRecorder._append_function`);
@@ -70,7 +71,8 @@ class PostgresSnapshotRecorder(PostgresAggregateRecorder):
         _create_serialized(self, super().create_table)
 
 
-class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
+class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
+                              PostgresRequestTable):
     """The events, the message-id index, and the key table of encrypted stores
     (convlog.storage.postgres_keys)."""
 
@@ -89,9 +91,21 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
             "message_id text NOT NULL, PRIMARY KEY (conversation_id, message_id))"
         ).format(schema=schema, index=index))
         self.sql_create_statements.extend(keys_ddl(schema))
+        self.sql_create_statements.extend(requests_ddl(schema))
         self.sql_create_statements.append(self._append_function(schema, index))
         self._append = SQL("SELECT {schema}.{function}(%s, %s, %s)").format(
             schema=schema, function=Identifier(APPEND_FUNCTION))
+        store = Identifier("convlog_store")
+        self.sql_create_statements.extend([
+            SQL("CREATE TABLE IF NOT EXISTS {schema}.{store} (name text PRIMARY KEY, "
+                "value text NOT NULL)").format(schema=schema, store=store),
+            # the store's identity, made with it (see convlog.storage.sqlite.STORE_DDL)
+            SQL("INSERT INTO {schema}.{store} VALUES "
+                "('id', replace(gen_random_uuid()::text, '-', '')) ON CONFLICT DO NOTHING"
+                ).format(schema=schema, store=store)])
+        self._select_identity = SQL("SELECT value FROM {schema}.{store} WHERE name = 'id'"
+                                    ).format(schema=schema, store=store)
+        self._identity: str | None = None
         self._insert_ids = SQL("INSERT INTO {schema}.{index} VALUES (%s, %s)").format(
             schema=schema, index=index)
         self._select_ids = SQL(
@@ -209,6 +223,17 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
                  row["originator_version"], row["topic"],
                  bytes(row["state"]).decode("utf-8", "replace"))
                 for row in rows]
+
+    def store_identity(self) -> str:
+        """See convlog.storage.sqlite.SQLiteConvlogRecorder.store_identity."""
+        if self._identity is None:
+            with self.datastore.transaction(commit=False) as curs:
+                curs.execute(self._select_identity)
+                row = curs.fetchone()
+                if row is None:  # made by create_table: only a schema made elsewhere lacks it
+                    raise StorageError("the store has no identity (convlog_store.id)")
+                self._identity = str(row["value"])
+        return self._identity
 
     def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
                     ) -> list[tuple[int, str, bytes]]:

@@ -38,6 +38,8 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
+from convlog.storage.requests import SQLITE_DDL as SQLITE_REQUESTS_DDL
+from convlog.storage.requests import SQLiteRequestTable
 from convlog.storage.sqlite_keys import KEYS_DDL, SQLiteKeyTable
 from convlog.storage.sqlite_open import DEFAULT_LOCK_TIMEOUT, create_schema, typed_errors, use_wal
 from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
@@ -46,6 +48,13 @@ SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit
 _STREAM_CACHE = 65_536  # stream numbers remembered by a writer (~10 MiB at most)
 _TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+STORE_DDL = ("CREATE TABLE IF NOT EXISTS convlog_store (name TEXT PRIMARY KEY, "
+             "value TEXT NOT NULL)")
+"""Facts about the store itself; its ``id`` row is the store's identity (the views
+record it, with their position, and are rebuilt for any other store)."""
+STORE_ID_SELECT = "SELECT value FROM convlog_store WHERE name = 'id'"
+STORE_ID_INSERT = ("INSERT OR IGNORE INTO convlog_store VALUES "
+                   "('id', lower(hex(randomblob(16))))")
 
 
 @contextlib.contextmanager
@@ -98,7 +107,7 @@ class _TunedPool(SQLiteConnectionPool):
         return connection
 
 
-class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
+class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteRequestTable):
     """Stored events plus the message-id index, in one transaction per save; the key
     table of encrypted stores (convlog.storage.sqlite_keys).
 
@@ -123,6 +132,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         # deletes no event, so a number, once committed, is good for the process's
         # life. Saves an indexed lookup (~5 us) per append. Bounded; cleared when full.
         self._streams: dict[UUID, int] = {}
+        self._identity: str | None = None
 
     def construct_create_table_statements(self) -> list[str]:
         return [
@@ -131,15 +141,24 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
             "stream INTEGER NOT NULL, message_id TEXT NOT NULL, "
             "PRIMARY KEY (stream, message_id)) WITHOUT ROWID",
             *KEYS_DDL,
+            *SQLITE_REQUESTS_DDL,
+            STORE_DDL,
         ]
 
+    def store_identity(self) -> str:
+        """The id this store was created with (stored in it: a copy keeps it, a new
+        file at the same path gets another). Read once per process."""
+        if self._identity is None:
+            (row,) = self._rows(STORE_ID_SELECT, [])
+            self._identity = str(row[0])
+        return self._identity
+
     def create_table(self) -> None:
-        """The schema, made in ONE write transaction taken before anything is read
-        (BEGIN IMMEDIATE), retried while another process makes it: several hosts
-        opening one new file at once all succeed (eventsourcing's deferred BEGIN
-        failed with "database is locked" when another process wrote the schema
-        first)."""
+        """The schema (see `create_schema`: race-free when several hosts open one new
+        file at once), then the store's identity, made once with the store."""
         create_schema(self.datastore, self.create_table_statements)
+        if not self._rows(STORE_ID_SELECT, []):
+            create_schema(self.datastore, [STORE_ID_INSERT])
         if self._has_table(self.old_index_table):
             self._migrate_old_index()
 

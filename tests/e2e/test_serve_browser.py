@@ -51,6 +51,8 @@ def test_a_rebound_host_name_is_refused_even_for_sql(tmp_path: Path) -> None:
         _problem(httpx.get(url + "/health", headers={"Host": "127.0.0.1:1"}), 421, "Host")
         for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
             assert httpx.get(url + "/health", headers={"Host": host}).status_code == 200
+        own = httpx.get(url + "/health", headers={"Origin": f"http://127.0.0.1:{port}"})
+        assert own.status_code == 200  # the server's own origin
         # a JSON body from a client that sends no Origin (curl, the SDK) is served
         answer = httpx.post(url + "/v1/conversations/k/turns", content=TURN,
                             headers={"Content-Type": "application/json"})

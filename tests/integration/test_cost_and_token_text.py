@@ -122,3 +122,13 @@ def test_the_resumption_context_renders_costs_with_the_one_function(url: str) ->
             text = log.resumption_context(user="u1", conversations=4, format=fmt).text
             assert "$2.5000+" in text and "unknown" in text, text
             assert "$2.5000" in text.replace("$2.5000+", "")
+
+
+def test_the_html_viewer_data_carries_each_messages_and_turns_rendered_cost(
+        url: str) -> None:
+    from convlog.html.conversation import conversation_data
+
+    with convlog.open(url) as log:
+        data = conversation_data(log, "partial")
+    assert [m["cost_text"] for m in data["messages"]] == ["$2.5000", "unknown"]
+    assert [t["cost_text"] for t in data["turns"]] == ["$2.5000+"]
