@@ -81,7 +81,13 @@ from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.services.resumption import ConversationPart, ResumptionContext
-from convlog.storage.errors import ConcurrencyError, CorruptEvent, StorageError, UnsupportedURL
+from convlog.storage.errors import (
+    ConcurrencyError,
+    CorruptEvent,
+    StorageError,
+    StorageUnavailable,
+    UnsupportedURL,
+)
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
 
@@ -222,6 +228,7 @@ __all__ = [
     "ResumeOutcome",
     "ResumptionContext",
     "StorageError",
+    "StorageUnavailable",
     "SystemMessageRejected",
     "TelemetryRow",
     "TextPart",

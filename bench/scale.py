@@ -10,6 +10,8 @@ its own conversation one turn at a time (a user question and an assistant answer
 - round-robin: each successive turn of a conversation goes to the next server, as a
   load balancer without sticky sessions does: every server's cached state of the
   conversation is then stale on most turns, and the write conflicts and reloads.
+Every point runs `--rounds` times (3), the rounds interleaved, and the median round is
+reported (this machine is shared: a burst of other work then hits every point alike).
 Reported per point: turns/s, p50/p99 latency of a turn, the servers' CPU per turn,
 and the events-table lock: how many sessions were waiting for it on average
 (`pg_locks` sampled every 10 ms: `granted = false` on the events table) and how often
@@ -192,10 +194,10 @@ async def drive(ports: list[int], sticky: bool, seconds: float, tag: str
     return len(latencies), latencies, failures
 
 
-def throughput(servers: list[Server], schema: str, sticky: bool, seconds: float
-               ) -> dict[str, Any]:
+def throughput(servers: list[Server], schema: str, sticky: bool, seconds: float,
+               round_tag: str) -> dict[str, Any]:
     ports = [s.port for s in servers]
-    tag = f"{'s' if sticky else 'rr'}{len(servers)}"
+    tag = f"{round_tag}-{'s' if sticky else 'rr'}{len(servers)}"
     asyncio.run(drive(ports, sticky, min(1.0, seconds / 3), tag + "-warm"))
     cpu0 = sum(s.cpu_seconds() for s in servers)
     sampler = LockSampler(schema)
@@ -253,8 +255,11 @@ def revision() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds of every point, interleaved (default 3; quick 1)")
     args = parser.parse_args()
-    seconds, turns = (3.0, 100) if args.quick else (10.0, 400)
+    seconds, turns = (3.0, 100) if args.quick else (8.0, 400)
+    args.rounds = args.rounds or (1 if args.quick else 3)
     schema = fresh_pg_schema()
     url = f"postgresql://postgres@127.0.0.1:5432/test?schema={schema}"
     points: list[dict[str, Any]] = []
@@ -263,19 +268,27 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             servers = [Server(url, Path(tmp), i) for i in range(max(SERVERS))]
             try:
-                for n in SERVERS:
-                    for sticky in (True, False):
-                        if n == 1 and not sticky:
-                            continue  # one server: nothing to route
-                        point = throughput(servers[:n], schema, sticky, seconds)
-                        points.append(point)
-                        print(f"{n} server(s) {'sticky' if sticky else 'round-robin':>11}: "
-                              f"{point['turns_per_s']:6.0f} turns/s  p50 "
-                              f"{point['p50_ms']:6.1f} ms  p99 {point['p99_ms']:7.1f} ms  "
-                              f"server CPU {point['server_cpu_ms_per_turn']:.2f} ms/turn  "
-                              f"lock waiters {point['lock_waiting_avg']:.2f} "
-                              f"(max {point['lock_waiting_max']}), idle holders "
-                              f"{point['lock_idle_holder_samples']}", flush=True)
+                configs = [(n, sticky) for n in SERVERS for sticky in (True, False)
+                           if n > 1 or sticky]  # one server: nothing to route
+                rounds: dict[tuple[int, bool], list[dict[str, Any]]] = {}
+                for r in range(args.rounds):  # interleaved: a burst of load elsewhere
+                    for n, sticky in configs:  # on this machine hits every point alike
+                        rounds.setdefault((n, sticky), []).append(
+                            throughput(servers[:n], schema, sticky, seconds, f"r{r}"))
+                for n, sticky in configs:
+                    runs = sorted(rounds[(n, sticky)], key=lambda p: p["turns_per_s"])
+                    point = {**runs[len(runs) // 2],  # the median round by turns/s
+                             "turns_per_s_rounds": [p["turns_per_s"] for p in runs]}
+                    points.append(point)
+                    print(f"{n} server(s) {'sticky' if sticky else 'round-robin':>11}: "
+                          f"{point['turns_per_s']:6.0f} turns/s  p50 "
+                          f"{point['p50_ms']:6.1f} ms  p99 {point['p99_ms']:7.1f} ms  "
+                          f"server CPU {point['server_cpu_ms_per_turn']:.2f} ms/turn  "
+                          f"lock waiters {point['lock_waiting_avg']:.2f} "
+                          f"(max {point['lock_waiting_max']}), idle holders "
+                          f"{point['lock_idle_holder_samples']}  rounds "
+                          f"{', '.join(f'{t:.0f}' for t in point['turns_per_s_rounds'])}",
+                          flush=True)
                 alt = alternating(servers, turns)
                 print(f"one conversation, {turns} turns: one host median "
                       f"{alt['one_host_median_ms']:.1f} ms (max {alt['one_host_max_ms']:.1f}), "
@@ -297,7 +310,8 @@ def main() -> int:
               f"sticky; sticky {st['vs_one_server']:.2f}x, round-robin "
               f"{rr['vs_one_server']:.2f}x of one server")
     result = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "revision": revision(),
-              "quick": args.quick, "seconds_per_point": seconds, "users": USERS,
+              "quick": args.quick, "seconds_per_point": seconds, "rounds": args.rounds,
+              "users": USERS, "load_average": os.getloadavg(),
               "psycopg_impl": psycopg.pq.__impl__, "points": points, "alternating": alt}
     out = Path(__file__).parent / "results" / (
         f"scale-{datetime.now(UTC):%Y-%m-%d}{'-quick' if args.quick else ''}.json")

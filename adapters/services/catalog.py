@@ -5,6 +5,7 @@ event stream, and never writes to the log."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
@@ -15,9 +16,12 @@ from convlog.accounting.prices import ModelPrice, PriceTable
 from convlog.domain.conversation import check_key, conversation_id
 from convlog.domain.errors import InvalidInput
 from convlog.storage.application import ConversationStore
+from convlog.storage.errors import StorageUnavailable
 from convlog.storage.urls import StorageConfig
 from convlog.views.analytics import Analytics, CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
+
+_log = logging.getLogger("convlog")
 
 
 class CatalogQueries:
@@ -83,13 +87,19 @@ class CatalogQueries:
                      on_batch: Callable[[int], None] | None = None) -> int:
         """Keep the views current until `stop` is set: catch up, then wait for new
         events (PostgreSQL LISTEN/NOTIFY; SQLite polls every `interval` seconds).
-        Every batch is atomic, so stopping anywhere resumes exactly where it was."""
+        Every batch is atomic, so stopping anywhere resumes exactly where it was.
+        A PostgreSQL outage is waited out (retried every `interval`), not an exit."""
         if not interval > 0:
             raise InvalidInput("must be a positive number of seconds", field="interval")
         total = 0
         self.analytics.views.keep_open = 0  # a follower must not sit on the file's lock
         while not stop.is_set():
-            applied = self.refresh_views(progress=False)
+            try:
+                applied = self.refresh_views(progress=False)
+            except StorageUnavailable as exc:  # the database is away: keep following
+                _log.warning("views follow: %s; retrying", exc)
+                stop.wait(interval)
+                continue
             total += applied
             if applied and on_batch is not None:
                 on_batch(applied)

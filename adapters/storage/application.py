@@ -25,12 +25,18 @@ from uuid import UUID
 
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    Mapper,
+    OperationalError,
+    PersistenceError,
+)
 
 from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
-from convlog.storage.errors import ConcurrencyError, StorageError
+from convlog.storage.errors import ConcurrencyError, StorageError, StorageUnavailable
 from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics
 from convlog.storage.sealed import Sealer
 
@@ -92,9 +98,13 @@ def storage_errors(method: F) -> F:
         except IntegrityError:
             raise
         except PersistenceError as exc:
+            if _unavailable(exc):
+                raise StorageUnavailable(_explain(exc)) from None
             raise StorageError(_explain(exc)) from None
         except Exception as exc:
             if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool", "sqlite3"):
+                if _unavailable(exc):
+                    raise StorageUnavailable(_explain(exc)) from None
                 raise StorageError(_explain(exc)) from None
             raise
 
@@ -381,6 +391,17 @@ class ConversationStore(Application[UUID]):
         # same snapshot taken by another process, a lock, a full disk) may fail it.
         with contextlib.suppress(PersistenceError):
             self.snapshots.put([Envelope(conversation, state.version, state)])
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """PostgreSQL out of reach (a connection error, the bounded wait for one expired:
+    convlog.storage.postgres_pool), not a locked or full SQLite file."""
+    if getattr(exc, "unavailable", False):
+        return True
+    driver = exc.__cause__ if isinstance(exc, OperationalError | InterfaceError) else exc
+    return any(c.__module__.split(".")[0] in ("psycopg", "psycopg_pool")
+               and c.__name__ in ("OperationalError", "InterfaceError")
+               for c in type(driver).__mro__)  # AdminShutdown, PoolTimeout... included
 
 
 def _explain(exc: Exception) -> str:

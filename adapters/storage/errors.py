@@ -11,6 +11,11 @@ class StorageError(ConvlogError):
     """The event store could not be opened, read or written."""
 
 
+class StorageUnavailable(StorageError):
+    """The database cannot be reached now (an outage, a restart): worth retrying
+    later, unlike a broken file or a corrupt event. Followers wait it out."""
+
+
 class UnsupportedURL(StorageError, ValueError):
     """A storage URL convlog cannot use, with the forms it accepts."""
 

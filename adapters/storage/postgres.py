@@ -19,6 +19,7 @@ attempt committed (its acknowledgement lost), so the write reports what it store
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -39,9 +40,9 @@ from eventsourcing.postgres import (
 )
 from psycopg.sql import SQL, Identifier
 
-from convlog.storage.errors import StorageError
+from convlog.storage.errors import StorageError, StorageUnavailable
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
-from convlog.storage.postgres_pool import bound_outages
+from convlog.storage.postgres_pool import DatabaseUnavailable, bound_outages
 from convlog.storage.postgres_requests import PostgresRequestTable, requests_ddl
 
 APPEND_FUNCTION = "convlog_append_v1"
@@ -209,13 +210,19 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
             return {row["message_id"] for row in curs.fetchall()}
 
     def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]:
-        """See convlog.storage.sqlite.SQLiteConvlogRecorder.select_raw."""
-        with self.datastore.transaction(commit=False) as curs:
-            curs.execute(self._select_raw, (after, limit))
-            return [(row["notification_id"], _hex(row["originator_id"]),
-                     row["originator_version"], row["topic"],
-                     bytes(row["state"]).decode("utf-8", "replace"))
-                    for row in curs.fetchall()]
+        """See convlog.storage.sqlite.SQLiteConvlogRecorder.select_raw. The database
+        being away is StorageUnavailable (the views' follower waits it out)."""
+        try:
+            with self.datastore.transaction(commit=False) as curs:
+                curs.execute(self._select_raw, (after, limit))
+                rows = curs.fetchall()
+        except (InterfaceError, OperationalError, DatabaseUnavailable,
+                psycopg.OperationalError) as exc:
+            raise StorageUnavailable(f"PostgreSQL: {' '.join(str(exc).split())}") from None
+        return [(row["notification_id"], _hex(row["originator_id"]),
+                 row["originator_version"], row["topic"],
+                 bytes(row["state"]).decode("utf-8", "replace"))
+                for row in rows]
 
     def store_identity(self) -> str:
         """See convlog.storage.sqlite.SQLiteConvlogRecorder.store_identity."""
@@ -238,18 +245,26 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
 
     def wait_for_changes(self, timeout: float) -> None:
         """Block until a writer commits (LISTEN on the channel eventsourcing NOTIFYs on
-        every insert) or `timeout` passes. The listening connection is kept."""
-        if self._listener is None or self._listener.closed:
-            pool: Any = self.datastore.pool
-            kwargs = {k: v for k, v in (pool.kwargs or {}).items() if k != "autocommit"}
-            self._listener = psycopg.connect(str(pool.conninfo), autocommit=True, **kwargs)
-            self._listener.execute(SQL("LISTEN {0}").format(Identifier(self.channel_name)))
-        for _ in self._listener.notifies(timeout=timeout, stop_after=1):
-            break
+        every insert) or `timeout` passes. The listening connection is kept; when the
+        database is away, it is dropped and `timeout` slept (the caller retries)."""
+        try:
+            if self._listener is None or self._listener.closed:
+                pool: Any = self.datastore.pool
+                kwargs = {k: v for k, v in (pool.kwargs or {}).items() if k != "autocommit"}
+                self._listener = psycopg.connect(str(pool.conninfo), autocommit=True,
+                                                 **kwargs)
+                self._listener.execute(SQL("LISTEN {0}").format(
+                    Identifier(self.channel_name)))
+            for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                break
+        except psycopg.OperationalError:
+            self.close_listener()
+            time.sleep(timeout)
 
     def close_listener(self) -> None:
         if self._listener is not None:
-            self._listener.close()
+            with contextlib.suppress(psycopg.Error):
+                self._listener.close()
             self._listener = None
 
 

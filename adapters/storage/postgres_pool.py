@@ -30,7 +30,10 @@ leaves the next attempt to the next request."""
 
 class DatabaseUnavailable(PersistenceError):
     """No connection within the bounded wait: final, never retried as a connection
-    error (eventsourcing retries OperationalError and InterfaceError only)."""
+    error (eventsourcing retries OperationalError and InterfaceError only).
+    Leaves the store as convlog.StorageUnavailable."""
+
+    unavailable = True
 
 
 class OutageAwareDatastore(PostgresDatastore):

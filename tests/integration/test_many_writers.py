@@ -158,3 +158,26 @@ def test_writes_resume_after_a_postgres_restart(private_pg: PrivateCluster,
     assert acked == list(range(turns))
     with convlog.open(url, views=str(tmp_path / "v.duckdb")) as log:
         check_turns(log, ["shared"], turns * 3)  # every acknowledged turn, exactly once
+
+
+def test_views_follow_outlives_a_postgres_outage(private_pg: PrivateCluster,
+                                                 tmp_path: Path) -> None:
+    """The follower keeps following through an outage longer than the bounded wait
+    for a connection (2 s): it retries, then catches up with what came after."""
+    url, views = private_pg.url(), tmp_path / "follow.duckdb"
+    with convlog.open(url, views=str(tmp_path / "other.duckdb")) as log:
+        log.append("k", convlog.user("before", id="m0"))
+    follower = run_follower(url, views)
+    try:
+        wait_for(lambda: views.exists() and view_count(url, views) == 1)
+        private_pg.stop()
+        time.sleep(4)
+        private_pg.start()
+        with convlog.open(url, views=str(tmp_path / "other.duckdb")) as log:
+            log.append("k", convlog.user("after", id="m1"))
+        wait_for(lambda: follower.poll() is not None or view_count(url, views) == 2, 30)
+        assert follower.poll() is None, follower.communicate()[1]
+    finally:
+        follower.send_signal(signal.SIGTERM)
+        _, err = follower.communicate(timeout=30)
+    assert follower.returncode == 0, err

@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+import convlog
 from tests.httpserver import spawn_serve
 from tests.pgcluster import PrivateCluster
 
@@ -52,3 +54,15 @@ def test_an_outage_answers_503_quickly_and_writes_resume_when_it_ends(
         assert answer.json()["appended"] == ["m1"]
         messages = http.get("/v1/conversations/k/messages").json()
         assert [m["message_id"] for m in messages] == ["m0", "m1"], messages
+
+
+def test_the_library_raises_storage_unavailable_and_recovers(private_pg: PrivateCluster,
+                                                              tmp_path: Path) -> None:
+    with convlog.open(private_pg.url(), views=str(tmp_path / "v.duckdb")) as log:
+        log.append_turn("k", [convlog.user("before", id="m0")])
+        private_pg.stop()
+        with pytest.raises(convlog.StorageUnavailable):
+            log.append_turn("k", [convlog.user("during", id="m1")])
+        private_pg.start()
+        assert log.append_turn("k", [convlog.user("during", id="m1")]).appended == ["m1"]
+        assert [m.message_id for m in log.messages("k")] == ["m0", "m1"]
