@@ -41,6 +41,10 @@ class Recorder:
         if messages:
             await self._write(self.log.append_turn(key, messages), key)
 
+    async def fact(self, key: str, write: Any) -> None:
+        """One fact about a session (a close, a title...), written like a turn."""
+        await self._write(write, key)
+
     async def _write(self, write: Any, key: str) -> None:
         task = asyncio.ensure_future(write)
         self._writes.add(task)
