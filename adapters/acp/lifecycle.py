@@ -143,11 +143,12 @@ async def session_facts(proxy: Proxy, session: Session, update: Any) -> None:
             await record(proxy, session.key, TitleChanged(at=datetime.now(UTC), title=title))
 
 
-async def window_of_turn(proxy: Proxy, session: Session, window: tuple[int, int] | None,
-                         message_id: str | None) -> None:
-    """The context window the agent reported during a turn, once per turn."""
-    if window is not None:
-        used, size = window
-        await record(proxy, session.key, ContextWindowReported(
-            at=datetime.now(UTC), used=used, size=size, message_id=message_id,
-            native_session_id=session.native_id))
+def window_of_turn(session: Session, window: tuple[int, int] | None,
+                   message_id: str | None) -> list[ContextWindowReported]:
+    """The context window the agent reported during a turn, once per turn: recorded
+    in the turn's own write (one transaction, no extra round trip to the database)."""
+    if window is None:
+        return []
+    used, size = window
+    return [ContextWindowReported(at=datetime.now(UTC), used=used, size=size,
+                                  message_id=message_id, native_session_id=session.native_id)]

@@ -290,9 +290,8 @@ class Proxy:
         messages = turn.close(stop, usage)
         if messages is None:
             return
-        await self.recorder.turn(session.key, messages)
-        await lifecycle.window_of_turn(self, session, turn.window,
-                                       messages[-1].id if len(messages) > 1 else None)
+        await self.recorder.turn(session.key, messages, lifecycle.window_of_turn(
+            session, turn.window, messages[-1].id if len(messages) > 1 else None))
 
     # ------------------------------------------------------------ agent -> client
 
