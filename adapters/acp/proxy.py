@@ -8,10 +8,13 @@ versions). Only the session id is rewritten (the client's id <-> the agent's), a
 the methods the proxy serves itself are checked against the SDK's schema models.
 
 Served by the proxy: `initialize` (forwarded; the answer also advertises
-`loadSession`, `sessionCapabilities.list` and `.resume`), `session/new` (forwarded,
-recorded), `session/prompt` (forwarded, recorded as one turn), `session/load` and
-`session/resume` (tiered resume against the agent; load replays the conversation
-from the log first), `session/list` (the catalog). Everything else is forwarded.
+`loadSession`, `sessionCapabilities.list`, `.resume`, `.close`, `.delete`, `.fork`),
+`session/new` (forwarded, recorded), `session/prompt` (forwarded, recorded as one
+turn, the host's preamble put first and kept out of the record: convlog.acp.preamble),
+`session/load` and `session/resume` (tiered resume against the agent; load replays
+the conversation from the log first), `session/list` (the catalog), `session/close`,
+`session/delete` and `session/fork` (convlog.acp.lifecycle). Everything else is
+forwarded.
 """
 
 from __future__ import annotations
