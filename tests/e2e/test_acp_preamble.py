@@ -91,6 +91,11 @@ def test_the_preamble_is_forwarded_first_and_never_recorded_nor_injected(
                          "What was the code word?", "And mine?"]
         row = next(r for r in log.sessions() if r.key == key)
         assert "SYSTEM-PROMPT-MARKER" not in (row.title or "")
+        # how full the agent's window was when its own resume failed (2 turns: 200/1000)
+        failed = log.sql("SELECT strategy, window_used, window_size FROM resume_attempts "
+                         "WHERE outcome = 'failed' ORDER BY version")
+        assert [tuple(r) for r in failed[1]] == [("session/resume", 200, 1000),
+                                                   ("session/load", 200, 1000)]
     shown = subprocess.run([sys.executable, "-m", "convlog.cli.main", "--db", db, "show",
                             f"acp:{session_id}"], capture_output=True, text=True, env=env())
     assert shown.returncode == 0, shown.stderr
