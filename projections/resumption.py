@@ -24,6 +24,7 @@ from convlog.projections.formats import (
     time_text,
     xml_items,
 )
+from convlog.projections.money import usd_text
 
 SpanFormat = Literal["xml", "markdown"]
 SPAN_FORMATS: tuple[str, ...] = ("xml", "markdown")
@@ -48,6 +49,8 @@ class ConversationHeader(msgspec.Struct, frozen=True, kw_only=True):
     message_count: int
     tokens: int
     cost_usd: float | None
+    cost_incomplete: bool = False
+    """Some usage in it has no known price: `cost_usd` is a lower bound (or None)."""
 
 
 def _attrs(h: ConversationHeader) -> str:
@@ -59,8 +62,8 @@ def _attrs(h: ConversationHeader) -> str:
     if h.last_active_at:
         pairs.append(("last_active", time_text(h.last_active_at)))
     pairs += [("messages", str(h.message_count)), ("tokens", str(h.tokens))]
-    if h.cost_usd is not None:
-        pairs.append(("cost_usd", f"{h.cost_usd:.4f}"))
+    if h.cost_usd is not None or h.cost_incomplete:
+        pairs.append(("cost", usd_text(h.cost_usd, h.cost_incomplete)))
     return " ".join(f"{name}={quoteattr(value)}" for name, value in pairs)
 
 
@@ -74,8 +77,8 @@ def markdown_part(h: ConversationHeader, window: Window) -> str:
     if h.created_at and h.last_active_at:
         facts.append(f"{time_text(h.created_at)} to {time_text(h.last_active_at)}")
     facts.append(f"{h.message_count} message(s), {h.tokens} tokens")
-    if h.cost_usd is not None:
-        facts.append(f"${h.cost_usd:.4f}")
+    if h.cost_usd is not None or h.cost_incomplete:
+        facts.append(usd_text(h.cost_usd, h.cost_incomplete))
     lines = [f"### {title}", "", "; ".join(facts), "", *markdown_items(window)]
     return "\n".join(lines).rstrip() + "\n"
 

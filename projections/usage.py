@@ -100,7 +100,7 @@ CONVERSATION_USAGE = Table(
         Column("output_tokens", "BIGINT", "sum"),
         Column("cache_read_tokens", "BIGINT", "sum"),
         Column("cache_write_tokens", "BIGINT", "sum"),
-        Column("cost_usd", "DOUBLE", "sum"),
+        Column("cost_usd", "DOUBLE", "nullsum"),
         Column("cost_unknown", "BOOLEAN", "any"),
         Column("agent_interactions", "BIGINT", "sum"),
     ),
@@ -131,6 +131,32 @@ CONVERSATION_AGENTS = Table(
         GROUP BY ALL""",
     doc="assistant messages per agent per conversation (the conversation's agent unless "
         "the message names another)",
+)
+
+_PRICED = "p.input_per_mtok IS NOT NULL"
+
+REPRICE = (
+    # every figure the price table made, made again from ``model_prices`` (refilled
+    # for every model): the same rule as MESSAGES' select; the host's own costs stay
+    f"""
+    UPDATE messages AS m SET
+        cost_usd = CASE WHEN {_PRICED} THEN (
+            m.input_tokens * p.input_per_mtok + m.output_tokens * p.output_per_mtok
+            + m.cache_read_tokens * COALESCE(p.cache_read_per_mtok, p.input_per_mtok)
+            + m.cache_write_tokens * COALESCE(p.cache_write_per_mtok, p.input_per_mtok)
+            ) / 1e6 END,
+        cost_source = CASE WHEN {_PRICED} THEN 'table' END,
+        price_version = CASE WHEN {_PRICED} THEN p.version END,
+        cost_unknown = NOT ({_PRICED})
+    FROM model_prices p
+    WHERE p.model = m.model AND m.input_tokens IS NOT NULL
+      AND m.cost_source IS DISTINCT FROM 'host'""",
+    """
+    UPDATE conversation_usage AS u SET cost_usd = s.cost_usd, cost_unknown = s.unknown
+    FROM (SELECT conversation_id, sum(cost_usd) FILTER (WHERE counted) AS cost_usd,
+                 COALESCE(bool_or(cost_unknown AND counted), FALSE) AS unknown
+          FROM messages GROUP BY conversation_id) s
+    WHERE u.conversation_id = s.conversation_id""",
 )
 
 _TOKENS = "BIGINT"

@@ -21,15 +21,16 @@ rows for the conversations in ``touched`` are deleted and selected again.
 
 Merge rules for keyed tables (a row per key, updated batch after batch):
 ``key`` identifies the row; ``first`` keeps the earliest non-null value; ``last``
-takes the newest non-null value; ``sum`` adds; ``max`` keeps the largest; ``any``
-is a boolean OR. Tables without a key are append-only fact tables.
+takes the newest non-null value; ``sum`` adds; ``nullsum`` adds, and stays null
+while every value is null (a cost nobody could price is not $0); ``max`` keeps the
+largest; ``any`` is a boolean OR. Tables without a key are append-only fact tables.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, NamedTuple
 
-Merge = Literal["key", "first", "last", "sum", "max", "any"]
+Merge = Literal["key", "first", "last", "sum", "nullsum", "max", "any"]
 
 
 class Column(NamedTuple):

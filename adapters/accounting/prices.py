@@ -9,8 +9,10 @@ flag for it, never zero.
 Host overrides (its own prices, e.g. for a private deployment) win over the table:
 pass ``prices={"model": ModelPrice(...)}`` to `convlog.open`, or point
 ``$CONVLOG_PRICES`` at a JSON file ``{"model": {"input_per_mtok": 1.0, ...}}`` so
-that every process (host and CLI) prices the same way. Every figure stores the
-version of the table that produced it (``genai-prices 0.2.3`` or ``host``).
+that every process (host and CLI) prices the same way; a running process reads the
+file again once it changed. Every figure stores the version of the table that
+produced it (``genai-prices 0.2.3`` or ``host``), and the views reprice every figure
+when the table in force changes (convlog.views.pricing).
 """
 
 from __future__ import annotations
@@ -67,17 +69,36 @@ class PriceTable:
     version ``genai-prices X (base tier)`` so nobody mistakes them for exact."""
 
     def __init__(self, overrides: dict[str, ModelPrice] | None = None):
-        env_path = os.environ.get(ENV_VAR)
-        self.overrides = {**(load_overrides(env_path) if env_path else {}),
-                          **(overrides or {})}
+        self._host = dict(overrides or {})
+        self._env_path = os.environ.get(ENV_VAR)
+        self._file_seen: tuple[int, int, int] | None = _signature(self._env_path)
+        self.overrides = {**(load_overrides(self._env_path) if self._env_path else {}),
+                          **self._host}
         from importlib.metadata import version  # ~4 MiB of imports: only when pricing
 
         self.version = f"genai-prices {version('genai-prices')}"
-        self.fingerprint = hashlib.sha1(msgspec.json.encode(
-            [self.version, sorted(self.overrides.items())])).hexdigest()[:16]
-        """Changes when the table or the overrides do: the views then re-resolve."""
+        self.fingerprint = self._fingerprint()
+        """Changes when the table or the overrides do: the views then reprice."""
         self._resolved: dict[str, tuple[ModelPrice, str] | None] = {}
         self._lock = threading.Lock()
+
+    def _fingerprint(self) -> str:
+        return hashlib.sha1(msgspec.json.encode(
+            [self.version, sorted(self.overrides.items())])).hexdigest()[:16]
+
+    def reload_if_changed(self) -> bool:
+        """Read ``$CONVLOG_PRICES``'s file again if it changed since it was read (a
+        long-running host then prices with the file in force, as a new CLI process
+        does); True when it did. A file that became unreadable or invalid raises."""
+        if self._env_path is None:
+            return False
+        seen = _signature(self._env_path)
+        if seen == self._file_seen:
+            return False
+        self.overrides = {**load_overrides(self._env_path), **self._host}
+        self._file_seen = seen
+        self.fingerprint = self._fingerprint()
+        return True
 
     def rates(self, model: str) -> tuple[ModelPrice, str] | None:
         """(rates, price version) for `model`, or None when no price is known."""
@@ -88,6 +109,18 @@ class PriceTable:
             if model not in self._resolved:
                 self._resolved[model] = _lookup(model, self.version)
             return self._resolved[model]
+
+
+def _signature(path: str | None) -> tuple[int, int, int] | None:
+    """(inode, size, mtime in ns) of the price file: its content changed when this
+    does. None when there is no file to read."""
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _rate(value: Any) -> tuple[float | None, bool]:

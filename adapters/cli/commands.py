@@ -24,6 +24,7 @@ from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.cli.views import cmd_replay_view
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
+from convlog.projections.money import LEGEND, usd_text
 from convlog.services.jsonlines import parse_lines
 from convlog.services.log import ConversationLog
 from convlog.services.resumption import span_budget
@@ -58,11 +59,11 @@ def cmd_sessions(log: ConversationLog, args: argparse.Namespace) -> None:
         print_json(rows)
         return
     print_table(
-        ["KEY", "USER", "AGENT", "CHANNEL", "STATUS", "MESSAGES", "TOKENS", "COST USD",
-         "LAST ACTIVE", "TITLE"],
-        [[r.key, r.user, r.agent, r.channel, r.status, r.message_count,
+        ["KEY", "USER", "AGENT", "CHANNEL", "STATUS", "MESSAGES", "CONTENT TOKENS",
+         "USAGE TOKENS", "COST USD", "LAST ACTIVE", "TITLE"],
+        [[r.key, r.user, r.agent, r.channel, r.status, r.message_count, r.content_tokens,
           r.input_tokens + r.output_tokens + r.cache_read_tokens + r.cache_write_tokens,
-          _usd(r.cost_usd, r.cost_incomplete), _when(r.last_active_at),
+          usd_text(r.cost_usd, r.cost_incomplete), _when(r.last_active_at),
           "[forgotten]" if r.forgotten else r.title]
          for r in rows],
         empty="no conversations" + ("" if args.all else " (--all includes archived ones)"))
@@ -77,11 +78,10 @@ def cmd_costs(log: ConversationLog, args: argparse.Namespace) -> None:
         [args.by.upper(), "MESSAGES", "AGENT TURNS", "INPUT", "OUTPUT", "CACHE READ",
          "CACHE WRITE", "COST USD", "PRICES"],
         [[r.group, r.messages, r.agent_interactions, r.input_tokens, r.output_tokens,
-          r.cache_read_tokens, r.cache_write_tokens, _usd(r.cost_usd, r.cost_incomplete),
+          r.cache_read_tokens, r.cache_write_tokens, usd_text(r.cost_usd, r.cost_incomplete),
           ", ".join(r.price_versions)] for r in rows], empty="no messages")
     if any(r.cost_incomplete for r in rows):
-        print("(* some usage has no known price: that cost is a lower bound; set prices "
-              "with $CONVLOG_PRICES)")
+        print(LEGEND)
 
 
 def cmd_telemetry(log: ConversationLog, args: argparse.Namespace) -> None:
@@ -175,11 +175,6 @@ def cmd_views(log: ConversationLog, args: argparse.Namespace) -> None:
     else:
         print(f"stopped after {count:,} event(s); the next run resumes from here",
               file=sys.stderr)
-
-
-def _usd(value: float | None, incomplete: bool) -> str:
-    text = "-" if value is None else f"{value:.4f}"
-    return text + "*" if incomplete else text
 
 
 def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from convlog.cli.arguments import UsageError
 from convlog.cli.render import print_json
 from convlog.domain.errors import ConvlogError
+from convlog.projections.money import usd_text
 from convlog.services.import_run import ImportProgress, ImportSummary, collect_files
 from convlog.services.importing import available_formats, find_importer
 from convlog.services.log import ConversationLog
@@ -72,13 +73,20 @@ def print_summary(s: ImportSummary) -> None:
           f"{s.files:,} file(s), {mb:,.1f} MB in {s.seconds:.1f} s{rate}")
     print(f"tokens: {s.input_tokens:,} input, {s.output_tokens:,} output, "
           f"{s.cache_read_tokens:,} cache read, {s.cache_write_tokens:,} cache write; "
-          f"cost ${s.cost_usd:,.4f}"
+          f"cost {_cost(s)}"
           + (f" (no price known for {', '.join(s.unpriced_models)})"
              if s.unpriced_models else ""))
     if s.skipped:
         print("skipped records: " + ", ".join(f"{k} {v:,}" for k, v in s.skipped.items()))
     for failure in s.failures:
         print(f"failed: {failure.error}", file=sys.stderr)
+
+
+def _cost(s: ImportSummary) -> str:
+    """The import's USD as every surface writes it; nothing priced and some usage
+    without a price is "unknown", not $0."""
+    unknown = bool(s.unpriced_models)
+    return usd_text(None if unknown and not s.cost_usd else s.cost_usd, unknown)
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from convlog.domain.content import (
 )
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.memory import is_forged
+from convlog.projections.money import usd_text
 from convlog.projections.replay_views import view as log_view
 
 # How the timeline colours an event: the resume story stands out from the chatter.
@@ -74,15 +75,18 @@ def message_data(version: int, event: MessageAppended,
         "input": usage.input_tokens if usage else None,
         "output": usage.output_tokens if usage else None,
         "cost": row.get("cost_usd"),
+        "cost_unknown": row.get("cost_unknown", False),
+        "cost_text": usd_text(row.get("cost_usd"), row.get("cost_unknown", False)),
     }
 
 
 def priced_messages(log: convlog.ConversationLog, key: str) -> dict[int, dict[str, Any]]:
     """USD per message as the views price it (host cost, else the price table)."""
     _, rows = log.sql(
-        "SELECT m.version, m.cost_usd FROM messages m JOIN sessions s USING (conversation_id)"
-        " WHERE s.key = ? AND m.counted", [key])
-    return {int(r[0]): {"cost_usd": None if r[1] is None else float(r[1])} for r in rows}
+        "SELECT m.version, m.cost_usd, m.cost_unknown FROM messages m "
+        "JOIN sessions s USING (conversation_id) WHERE s.key = ? AND m.counted", [key])
+    return {int(r[0]): {"cost_usd": None if r[1] is None else float(r[1]),
+                        "cost_unknown": bool(r[2])} for r in rows}
 
 
 def turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -92,7 +96,7 @@ def turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for m in messages:
         if m["role"] == "user" or not out:
             out.append({"from": m["v"], "to": m["v"], "tokens": 0, "input": 0, "output": 0,
-                        "cost": None})
+                        "cost": None, "cost_unknown": False})
         turn = out[-1]
         turn["to"] = m["v"]
         turn["tokens"] += m["tokens"] or 0
@@ -100,7 +104,16 @@ def turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         turn["output"] += m["output"] or 0
         if m["cost"] is not None:
             turn["cost"] = (turn["cost"] or 0.0) + m["cost"]
+        turn["cost_unknown"] = turn["cost_unknown"] or m["cost_unknown"]
+    for turn in out:  # written as every surface writes a cost (convlog.projections.money)
+        turn["cost_text"] = usd_text(turn["cost"], turn["cost_unknown"])
     return out
+
+
+def _total_cost(messages: Sequence[dict[str, Any]]) -> str:
+    """The page's total USD as every surface writes it (convlog.projections.money)."""
+    known = [m["cost"] for m in messages if m["cost"] is not None]
+    return usd_text(sum(known) if known else None, any(m["cost_unknown"] for m in messages))
 
 
 def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
@@ -121,6 +134,7 @@ def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
             "messages": len(messages),
             "tokens": sum(m["tokens"] or 0 for m in messages),
             "cost": sum(m["cost"] for m in messages if m["cost"] is not None),
+            "cost_text": _total_cost(messages),
         },
     }
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import convlog
+from convlog.projections.money import usd_text
 
 
 def _iso(value: Any) -> str | None:
@@ -25,6 +26,7 @@ def catalog(log: convlog.ConversationLog, link: Callable[[str], str]) -> list[di
         "agent": row.agent, "status": row.status, "messages": row.message_count,
         "tokens": row.input_tokens + row.output_tokens + row.cache_read_tokens
         + row.cache_write_tokens, "cost": row.cost_usd, "cost_incomplete": row.cost_incomplete,
+        "cost_text": usd_text(row.cost_usd, row.cost_incomplete),
         "last_active": _iso(row.last_active_at), "created": _iso(row.created_at),
     } for row in log.sessions(include_archived=True)]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -247,6 +248,13 @@ class ConversationLog(CatalogQueries):
             for path in (views.path, Path(f"{views.path}.wal")):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
+
+    def claim_request(self, idempotency_key: str, fingerprint: str) -> str:
+        """Record `fingerprint` (of a request) under `idempotency_key` unless one is
+        recorded already, in the store, so every process on it agrees; returns the one
+        on record: another than `fingerprint` means the key was used for another request
+        (convlog.storage.requests; kept 24 hours)."""
+        return self._writer.store.claim_request(idempotency_key, fingerprint, time.time())
 
     def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
         """Which of `ids` the conversation already holds (indexed queries; an unknown

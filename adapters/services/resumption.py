@@ -66,7 +66,7 @@ def _header(row: CatalogRow) -> ConversationHeader:
     return ConversationHeader(key=row.key, title=row.title, created_at=row.created_at,
                               last_active_at=row.last_active_at,
                               message_count=row.message_count, tokens=row.content_tokens,
-                              cost_usd=row.cost_usd)
+                              cost_usd=row.cost_usd, cost_incomplete=row.cost_incomplete)
 
 
 def _trimmed(window: Window, excess: int) -> Window:

@@ -3,6 +3,7 @@ message-id index, for tests and throwaway hosts. Nothing survives the process.""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -19,6 +20,12 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
         super().__init__()
         self._message_ids: set[tuple[UUID, str]] = set()
         self._keys: dict[str, KeyRow] = {}
+        self._requests: dict[str, str] = {}
+        self._identity = uuid.uuid4().hex
+
+    def store_identity(self) -> str:
+        """See convlog.storage.sqlite.SQLiteConvlogRecorder.store_identity."""
+        return self._identity
 
     def _insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -104,6 +111,11 @@ class POPOConvlogRecorder(POPOApplicationRecorder):
                 self._stored_events[index[version]] = StoredEvent(
                     originator_id=old.originator_id, originator_version=version,
                     topic=old.topic, state=state)
+
+    def claim_request(self, scope: str, fingerprint: str, now: float) -> str:
+        """See convlog.storage.requests (nothing outlives the process: no expiry)."""
+        with self._database_lock:
+            return self._requests.setdefault(scope, fingerprint)
 
     def erase(self, vacuum: bool = False) -> None:
         """Nothing outlives the process: nothing to erase."""

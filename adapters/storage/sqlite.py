@@ -27,25 +27,34 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import (
-    IntegrityError,
-    OperationalError,
-    PersistenceError,
+    InterfaceError,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
+    SQLiteAggregateRecorder,
     SQLiteApplicationRecorder,
     SQLiteConnection,
     SQLiteConnectionPool,
     SQLiteFactory,
 )
 
+from convlog.storage.requests import SQLITE_DDL as SQLITE_REQUESTS_DDL
+from convlog.storage.requests import SQLiteRequestTable
 from convlog.storage.sqlite_keys import KEYS_DDL, SQLiteKeyTable
+from convlog.storage.sqlite_open import DEFAULT_LOCK_TIMEOUT, create_schema, typed_errors, use_wal
 from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
 
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit
 _STREAM_CACHE = 65_536  # stream numbers remembered by a writer (~10 MiB at most)
 _TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+STORE_DDL = ("CREATE TABLE IF NOT EXISTS convlog_store (name TEXT PRIMARY KEY, "
+             "value TEXT NOT NULL)")
+"""Facts about the store itself; its ``id`` row is the store's identity (the views
+record it, with their position, and are rebuilt for any other store)."""
+STORE_ID_SELECT = "SELECT value FROM convlog_store WHERE name = 'id'"
+STORE_ID_INSERT = ("INSERT OR IGNORE INTO convlog_store VALUES "
+                   "('id', lower(hex(randomblob(16))))")
 
 
 @contextlib.contextmanager
@@ -64,26 +73,33 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-@contextlib.contextmanager
-def _typed_errors() -> Iterator[None]:
-    """sqlite3's exceptions as eventsourcing's, as its transaction wrapper raises them
-    (callers above tell a conflict, IntegrityError, from other storage failures)."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        raise IntegrityError(exc) from exc
-    except sqlite3.OperationalError as exc:
-        raise OperationalError(exc) from exc
-    except sqlite3.Error as exc:
-        raise PersistenceError(exc) from exc
+class SQLiteSnapshotRecorder(SQLiteAggregateRecorder):
+    """eventsourcing's snapshot table, created like the events' (`create_schema`)."""
+
+    def create_table(self) -> None:
+        create_schema(self.datastore, self.create_table_statements)
 
 
 class _TunedPool(SQLiteConnectionPool):
     synchronous = "normal"
 
     def _create_connection(self) -> SQLiteConnection:
-        connection = super()._create_connection()
-        raw: sqlite3.Connection = connection._sqlite_conn
+        """eventsourcing's connection (autocommit, busy timeout, WAL, sqlite3.Row),
+        with the switch to WAL retried while another process makes the same new file
+        (see `_retry_locked`)."""
+        timeout = self.lock_timeout or DEFAULT_LOCK_TIMEOUT
+        try:
+            raw = sqlite3.connect(database=self.db_name, uri=True, check_same_thread=False,
+                                  isolation_level=None, cached_statements=True,
+                                  timeout=timeout)
+        except (sqlite3.Error, TypeError) as exc:
+            raise InterfaceError(exc) from exc
+        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
+            with typed_errors():
+                use_wal(raw, timeout)
+            self.is_journal_mode_wal = True
+        raw.row_factory = sqlite3.Row
+        connection = SQLiteConnection(sqlite_conn=raw, max_age=self.max_age)
         raw.execute(f"PRAGMA synchronous={self.synchronous}")
         raw.execute("PRAGMA foreign_keys=ON")
         raw.execute("PRAGMA secure_delete=ON")  # snapshots are written here
@@ -91,7 +107,7 @@ class _TunedPool(SQLiteConnectionPool):
         return connection
 
 
-class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
+class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteRequestTable):
     """Stored events plus the message-id index, in one transaction per save; the key
     table of encrypted stores (convlog.storage.sqlite_keys).
 
@@ -116,6 +132,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         # deletes no event, so a number, once committed, is good for the process's
         # life. Saves an indexed lookup (~5 us) per append. Bounded; cleared when full.
         self._streams: dict[UUID, int] = {}
+        self._identity: str | None = None
 
     def construct_create_table_statements(self) -> list[str]:
         return [
@@ -124,10 +141,24 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
             "stream INTEGER NOT NULL, message_id TEXT NOT NULL, "
             "PRIMARY KEY (stream, message_id)) WITHOUT ROWID",
             *KEYS_DDL,
+            *SQLITE_REQUESTS_DDL,
+            STORE_DDL,
         ]
 
+    def store_identity(self) -> str:
+        """The id this store was created with (stored in it: a copy keeps it, a new
+        file at the same path gets another). Read once per process."""
+        if self._identity is None:
+            (row,) = self._rows(STORE_ID_SELECT, [])
+            self._identity = str(row[0])
+        return self._identity
+
     def create_table(self) -> None:
-        super().create_table()
+        """The schema (see `create_schema`: race-free when several hosts open one new
+        file at once), then the store's identity, made once with the store."""
+        create_schema(self.datastore, self.create_table_statements)
+        if not self._rows(STORE_ID_SELECT, []):
+            create_schema(self.datastore, [STORE_ID_INSERT])
         if self._has_table(self.old_index_table):
             self._migrate_old_index()
 
@@ -158,7 +189,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         one connection held for writing is both simpler and measurably faster."""
         with self._writer_lock:
             conn = self._writer or self._connect_writer()
-            with _typed_errors(), _immediate(conn):
+            with typed_errors(), _immediate(conn):
                 stream = self._write(conn, stored_events, kwargs.get("message_ids"))
             if stream is not None:  # only once committed: a rolled-back rowid may be reused
                 if len(self._streams) >= _STREAM_CACHE:
@@ -173,10 +204,10 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         with self._writer_lock:
             conn = self._writer or self._connect_writer()
             if not begin:
-                with _typed_errors():
+                with typed_errors():
                     yield conn
                 return
-            with _typed_errors(), _immediate(conn):
+            with typed_errors(), _immediate(conn):
                 yield conn
 
     def _connect_writer(self) -> sqlite3.Connection:
@@ -184,11 +215,11 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         conn = sqlite3.connect(pool.db_name, uri=True, check_same_thread=False,
                                isolation_level=None, cached_statements=64,
                                timeout=pool.lock_timeout or 5)
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        mode = use_wal(conn, pool.lock_timeout or DEFAULT_LOCK_TIMEOUT)
         conn.execute("PRAGMA secure_delete=ON")  # erased bytes are zeroed (sqlite_keys)
         conn.execute(f"PRAGMA synchronous={getattr(pool, 'synchronous', 'normal')}")
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_HARD_LIMIT_PAGES}")
-        if str(mode).lower() == "wal":  # checkpoints exist only in WAL mode
+        if mode == "wal":  # checkpoints exist only in WAL mode
             self._checkpointer = Checkpointer(pool.db_name, pool.lock_timeout or 5)
         self._writer = conn
         return conn
@@ -296,7 +327,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable):
         pool = self.datastore.pool
         connection = pool.get_connection(is_writer=False)
         try:
-            with _typed_errors(), contextlib.closing(connection._sqlite_conn.cursor()) as cursor:
+            with typed_errors(), contextlib.closing(connection._sqlite_conn.cursor()) as cursor:
                 cursor.row_factory = None
                 rows: list[Any] = cursor.execute(statement, params).fetchall()
                 return rows
@@ -322,3 +353,4 @@ class Factory(SQLiteFactory):
         self.datastore.pool = pool
 
     application_recorder_class = SQLiteConvlogRecorder
+    aggregate_recorder_class = SQLiteSnapshotRecorder

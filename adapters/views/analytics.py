@@ -8,7 +8,7 @@ counts once: the `message_costs` view marks the first record of each response.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -22,11 +22,11 @@ from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
 from convlog.storage.application import ConversationStore
+from convlog.views.pricing import ViewPrices
 from convlog.views.readonly import check_read_only
 from convlog.views.telemetry import TelemetryRow, telemetry_sql, to_rows
 
 if TYPE_CHECKING:  # DuckDB is imported when the views are first used, not by `import convlog`
-    import duckdb
 
     from convlog.views.duckdb import ViewStore
 
@@ -101,45 +101,20 @@ class Analytics:
         self.store = store
         self.views = views
         self.prices = prices
+        self.pricing = ViewPrices(prices)
 
     VIEWS: ClassVar[tuple[View, ...]] = (CATALOG, USAGE, TELEMETRY)
     SQL_VIEWS: ClassVar[dict[str, str]] = SQL_VIEWS
 
     def refresh(self, *, progress: bool | None = None) -> int:
-        return self.views.catch_up(self.store.index, before_batch=self._prices_hook(),
-                                   progress=progress)
-
-    def _prices_hook(self) -> Callable[[duckdb.DuckDBPyConnection], None]:
-        """Prices for the models a batch names, resolved afresh by every catch-up (a
-        figure keeps the price and version it was computed with)."""
-        state = {"fresh": True}
-
-        def fill(con: duckdb.DuckDBPyConnection) -> None:
-            if state.pop("fresh", False):  # prices from another table/overrides: re-resolve
-                seen = con.execute("SELECT value FROM convlog_meta WHERE name = 'prices'"
-                                   ).fetchone()
-                if seen is None or seen[0] != self.prices.fingerprint:
-                    con.execute("DELETE FROM model_prices")
-                    con.execute("INSERT OR REPLACE INTO convlog_meta VALUES ('prices', ?)",
-                                [self.prices.fingerprint])
-            models = [r[0] for r in con.execute(
-                "SELECT DISTINCT e.model FROM batch WHERE topic = 'message_appended' "
-                "AND e.model IS NOT NULL AND e.model NOT IN (SELECT model FROM model_prices)"
-            ).fetchall()]
-            rows: list[tuple[object, ...]] = []
-            for model in models:
-                found = self.prices.rates(model)
-                if found is None:
-                    rows.append((model, None, None, None, None, None))
-                else:
-                    p, version = found
-                    rows.append((model, p.input_per_mtok, p.output_per_mtok,
-                                 p.cache_read_per_mtok, p.cache_write_per_mtok, version))
-            if rows:
-                appender = con.appender("model_prices")
-                appender.append_rows(rows)
-                appender.flush()
-        return fill
+        """Catch up with the log; figures computed with another price table are
+        repriced first (convlog.views.pricing)."""
+        self.prices.reload_if_changed()
+        with self.views.connect() as con:
+            self.pricing.reprice_if_changed(con)
+            return self.views.catch_up(self.store.index,
+                                       before_batch=self.pricing.before_batch(),
+                                       progress=progress)
 
     def _rows(self, sql: str, params: list[object]) -> list[dict[str, Any]]:
         with self.views.connect():  # one open of the file for the catch-up and the query

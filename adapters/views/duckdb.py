@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl, urlsplit
 import duckdb
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
+from convlog.domain.errors import InvalidInput
 from convlog.projections.views import Table, View
 from convlog.storage.errors import CorruptEvent, StorageError
 
@@ -58,6 +59,18 @@ class RawReader(Protocol):
 
     def max_notification_id(self) -> int | None: ...
 
+    def store_identity(self) -> str: ...
+
+
+class ViewsOfAnotherStore(StorageError):
+    """The views were built from another store (or from this one before it went
+    backwards), and ``$CONVLOG_VIEWS_MISMATCH=refuse`` asked for an error rather than
+    a rebuild."""
+
+
+MISMATCH_ENV = "CONVLOG_VIEWS_MISMATCH"
+MISMATCH_MODES = ("rebuild", "refuse")
+
 
 class ViewStore(TrackingRecorder):
     def __init__(self, path: Path | None, views: Sequence[View], *,
@@ -81,6 +94,12 @@ class ViewStore(TrackingRecorder):
         # A connection kept open for reuse must not outlive the interpreter unclosed.
         atexit.register(_close_at_exit, weakref.ref(self))
         self._lock = threading.RLock()  # one user of the file per process at a time
+        self.on_mismatch = os.environ.get(MISMATCH_ENV) or "rebuild"
+        """What views built from another store do: be rebuilt (with a notice on
+        stderr), or raise ViewsOfAnotherStore."""
+        if self.on_mismatch not in MISMATCH_MODES:
+            raise InvalidInput(f"must be one of {', '.join(MISMATCH_MODES)}, not "
+                               f"{self.on_mismatch!r}", field=MISMATCH_ENV)
 
     # --------------------------------------------------------------- connection
 
@@ -226,7 +245,7 @@ class ViewStore(TrackingRecorder):
         batch = batch or BATCH  # read at call time, so tests can shrink it
         with self.connect() as con:
             position = self._max(con, APPLICATION) or 0
-            if position and not self._same_store(con, recorder, position):
+            if not self._same_store(con, recorder, position):
                 position = 0
             total = (recorder.max_notification_id() or 0) - position
             if total <= 0:  # the common case of a query's catch-up: nothing new to stage
@@ -269,21 +288,48 @@ class ViewStore(TrackingRecorder):
 
     def _same_store(self, con: duckdb.DuckDBPyConnection, recorder: RawReader,
                     position: int) -> bool:
-        """Are these views built from this very store? The event at the tracked position
-        must still be there, byte for byte. A deleted-and-recreated store, another store
-        at the same views path, or a store restored from an older backup (it went
-        backwards) fails this: the views are rebuilt, with a notice, and never answer
-        from another store's data."""
-        row = con.execute("SELECT value FROM convlog_meta WHERE name = 'store_mark'"
-                          ).fetchone()
-        at = recorder.select_raw(position - 1, 1)
-        if row is not None and at and at[0][0] == position and store_mark(at[0]) == row[0]:
+        """Are these views built from this very store? They record the store's
+        identity (made with the store, stored in it) and the fingerprint of the event
+        at their position. Another store (another identity: a deleted-and-recreated
+        file, another store at the same views path), a store that went backwards
+        (restored from an older backup: the position is past its end) or one whose
+        event there differs (restored, then written to) fails this: the views are
+        rebuilt with a notice, or refused, and never answer from another store's
+        data. True when they may be used as they are."""
+        identity = recorder.store_identity()
+        meta = dict(con.execute("SELECT name, value FROM convlog_meta WHERE name IN "
+                                "('store_id', 'store_mark')").fetchall())
+        problem = None
+        if meta.get("store_id") not in (None, identity):
+            problem = f"were built from another store ({meta['store_id']}, this one is " \
+                      f"{identity}: recreated or replaced)"
+        elif position:
+            at = recorder.select_raw(position - 1, 1)
+            if not at or at[0][0] != position:
+                last = recorder.max_notification_id() or 0
+                problem = (f"had read {position} events, and the store ends at {last}: it "
+                           "went backwards (restored from an older backup?)"
+                           if last < position else
+                           f"read an event at position {position} the store does not have")
+            elif store_mark(at[0]) != meta.get("store_mark"):
+                problem = (f"read another event at position {position} than the store "
+                           "holds (restored from an older backup and written to since, "
+                           "or another store)")
+        if problem is None:
+            if meta.get("store_id") != identity:  # new views, or built before ids existed
+                con.execute("INSERT OR REPLACE INTO convlog_meta VALUES ('store_id', ?)",
+                            [identity])
             return True
-        print(f"convlog: the views {self.path or '(in memory)'} were built from another "
-              "store (recreated, replaced, or restored from an older backup); "
-              "rebuilding them", file=sys.stderr, flush=True)
+        where = self.path or "(in memory)"
+        if self.on_mismatch == "refuse":
+            raise ViewsOfAnotherStore(
+                f"the views {where} {problem}; they are not used "
+                f"({MISMATCH_ENV}=refuse): run `convlog views rebuild` or delete the file")
+        print(f"convlog: the views {where} {problem}; rebuilding them", file=sys.stderr,
+              flush=True)
         con.execute("DELETE FROM convlog_meta")
         self._ensure_schema(con)
+        con.execute("INSERT OR REPLACE INTO convlog_meta VALUES ('store_id', ?)", [identity])
         return False
 
     def _read(self, cur: duckdb.DuckDBPyConnection, recorder: RawReader, after: int,
@@ -429,6 +475,8 @@ _MERGE_RULES = {
     "first": 'COALESCE(t."{c}", b."{c}")',
     "last": 'COALESCE(b."{c}", t."{c}")',
     "sum": 'COALESCE(t."{c}", 0) + COALESCE(b."{c}", 0)',
+    "nullsum": 'CASE WHEN t."{c}" IS NULL THEN b."{c}" WHEN b."{c}" IS NULL THEN t."{c}" '
+               'ELSE t."{c}" + b."{c}" END',
     "max": 'GREATEST(t."{c}", b."{c}")',
     "any": 'COALESCE(t."{c}", FALSE) OR COALESCE(b."{c}", FALSE)',
 }

@@ -209,7 +209,8 @@ def test_record_then_read_everything_back(db: str, tmp_path: Path):
     assert table.code == 0
     header, row = table.out.splitlines()
     assert header.split() == ["KEY", "USER", "AGENT", "CHANNEL", "STATUS", "MESSAGES",
-                              "TOKENS", "COST", "USD", "LAST", "ACTIVE", "TITLE"]
+                              "CONTENT", "TOKENS", "USAGE", "TOKENS", "COST", "USD", "LAST",
+                              "ACTIVE", "TITLE"]
     assert row.split()[:6] == ["discord:thread:42", "u1", "claude", "discord", "active", "3"]
 
     assert timeline.code == 0

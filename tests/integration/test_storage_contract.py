@@ -15,6 +15,7 @@ from eventsourcing.persistence import IntegrityError
 import convlog
 from convlog.domain.conversation import conversation_id
 from convlog.storage.mapper import Envelope
+from convlog.storage.requests import KEEP_SECONDS
 from tests.samples import samples
 
 
@@ -75,6 +76,16 @@ class StorageContract:
                                           for e in envelopes])
         back = [r.event for r in log.store.recorded(cid)]
         assert back == [e.event for e in envelopes]
+
+
+    def test_a_request_key_keeps_its_first_fingerprint_for_a_day(
+            self, log: convlog.ConversationLog) -> None:
+        store = log.store
+        assert store.claim_request("scope", "one", 1000.0) == "one"
+        assert store.claim_request("scope", "two", 1000.0 + KEEP_SECONDS - 1) == "one"
+        assert store.claim_request("other", "two", 1000.0) == "two"
+        if log.config.backend != "memory":  # nothing outlives a memory:// process
+            assert store.claim_request("scope", "two", 1001.0 + KEEP_SECONDS) == "two"
 
 
 class TestMemory(StorageContract):

@@ -31,6 +31,7 @@ Param = tuple[str, str, str, str]
 
 SYNC_ONLY = {  # operations of ConversationLog with no coroutine twin, and why
     "builder": "a context builder is a tool, not an operation",
+    "claim_request": "the HTTP service's Idempotency-Key, in a worker thread",
     "enable_encryption": "maintenance (`convlog keys enable`), run once, offline",
     "execute": "the commands API of entry points (CLI, HTTP, SDK stores), all blocking",
     "export_parquet": "analytics export, blocking by nature",

@@ -67,8 +67,7 @@
       [r.user, r.agent, r.status, r.messages].forEach(function (v) {
         tr.appendChild(el("td", null, v === null ? "—" : v));
       });
-      tr.appendChild(el("td", "num", r.cost === null ? "—" :
-        "$" + r.cost.toFixed(4) + (r.cost_incomplete ? "+" : "")));
+      tr.appendChild(el("td", "num", r.cost_text));  // convlog.projections.money
       tr.appendChild(el("td", null, r.last_active ? r.last_active.replace("T", " ").slice(0, 16) : "—"));
       frag.appendChild(tr);
     });

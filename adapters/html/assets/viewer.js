@@ -15,7 +15,6 @@
     if (text !== undefined && text !== null) node.textContent = String(text);
     return node;
   }
-  function usd(x) { return x === null || x === undefined ? "" : "$" + x.toFixed(4); }
   function when(iso) { return iso.replace("T", " ").slice(0, 19); }
 
   function collapsible(summaryText, bodyText, cls, open) {
@@ -45,14 +44,14 @@
     if (t) {
       li.appendChild(el("div", "turn", "turn " + t.n + " · " + t.turn.tokens + " tokens" +
         (t.turn.input || t.turn.output ? " · " + t.turn.input + " in / " + t.turn.output + " out" : "") +
-        (t.turn.cost !== null ? " · " + usd(t.turn.cost) : "")));
+        (t.turn.cost !== null || t.turn.cost_unknown ? " · " + t.turn.cost_text : "")));
     }
     var head = el("div", "head");
     head.appendChild(el("span", "role", m.role));
     head.appendChild(el("span", "pos", "#" + m.v + " · " + when(m.at)));
     if (m.model) head.appendChild(el("span", "model", m.model));
     if (m.tokens !== null) head.appendChild(el("span", "tokens", m.tokens + " tok"));
-    if (m.cost !== null) head.appendChild(el("span", "cost", usd(m.cost)));
+    if (m.cost !== null || m.cost_unknown) head.appendChild(el("span", "cost", m.cost_text));
     li.appendChild(head);
     m.parts.forEach(function (p) { li.appendChild(part(p)); });
     return li;

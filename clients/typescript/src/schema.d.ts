@@ -566,6 +566,8 @@ export interface components {
             message_count: number;
             tokens: number;
             cost_usd: number | null;
+            /** @default false */
+            cost_incomplete?: boolean;
             input_tokens: number;
             output_tokens: number;
             included: number;
@@ -1469,7 +1471,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1487,7 +1489,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1514,8 +1516,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1579,7 +1617,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1597,7 +1635,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1624,8 +1662,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1684,7 +1758,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1702,7 +1776,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1729,8 +1803,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1788,7 +1898,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1806,7 +1916,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1833,8 +1943,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1896,7 +2042,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1914,7 +2060,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -1941,8 +2087,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2004,7 +2186,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2022,7 +2204,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2049,8 +2231,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2121,7 +2339,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2139,7 +2357,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2166,8 +2384,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2228,7 +2482,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2246,7 +2500,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2273,8 +2527,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2336,7 +2626,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2354,7 +2644,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2381,8 +2671,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2443,7 +2769,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2461,7 +2787,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2488,8 +2814,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2551,7 +2913,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2569,7 +2931,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2596,8 +2958,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2658,7 +3056,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2676,7 +3074,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2703,8 +3101,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2766,7 +3200,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2784,7 +3218,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2811,8 +3245,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2870,7 +3340,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2888,7 +3358,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2915,8 +3385,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2979,7 +3485,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2997,7 +3503,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3024,8 +3530,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3087,7 +3629,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3105,7 +3647,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3132,8 +3674,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3195,7 +3773,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3213,7 +3791,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3240,8 +3818,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3303,7 +3917,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3321,7 +3935,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3348,8 +3962,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3414,7 +4064,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3432,7 +4082,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3459,8 +4109,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3521,7 +4207,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3539,7 +4225,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3566,8 +4252,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3625,7 +4347,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3643,7 +4365,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3670,8 +4392,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3733,7 +4491,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3751,7 +4509,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3778,8 +4536,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3839,7 +4633,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3857,7 +4651,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3884,8 +4678,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3944,7 +4774,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3962,7 +4792,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3989,8 +4819,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4050,7 +4916,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token may not do this */
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4068,7 +4934,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body did not arrive in time */
+            /** @description The request line and headers, or the body, did not arrive in time */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -4095,8 +4961,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid input: `field` names the offending field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
