@@ -22,8 +22,11 @@ import msgspec
 from convlog.domain.content import check_token_count, check_unicode
 from convlog.domain.errors import ConversationForgotten, InvalidInput, UnknownConversation
 from convlog.domain.events import (
+    AgentSessionClosed,
+    ContextWindowReported,
     ConversationArchived,
     ConversationCleared,
+    ConversationDeleted,
     ConversationReactivated,
     ConversationStarted,
     Event,
@@ -36,6 +39,7 @@ from convlog.domain.events import (
     ResumeFailed,
     ResumeSucceeded,
     SummaryRecorded,
+    TitleChanged,
     UserForgotten,
 )
 from convlog.domain.memory import InjectMemory, decide_memory, remember
@@ -147,6 +151,8 @@ def evolve(state: Conversation, event: Event) -> None:
         state.recent_memories = {}
     elif isinstance(event, SummaryRecorded):
         state.summary_version = state.version
+    elif isinstance(event, TitleChanged):
+        state.title = event.title
     elif isinstance(event, UserForgotten):
         state.forgotten = True
         state.title = state.workspace = None
@@ -207,10 +213,13 @@ class RequireUser(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
-    """A fact the host observed (a resume attempt and its outcome, an injection):
-    recorded as given once its fields are checked, stamped with the recording time."""
+    """A fact the host observed (a resume attempt and its outcome, an injection, an
+    agent session's close, title or context window): recorded as given once its fields
+    are checked, stamped with the recording time."""
 
-    event: ResumeAttempted | ResumeSucceeded | ResumeFailed | HistoryInjected | SummaryRecorded
+    event: (ResumeAttempted | ResumeSucceeded | ResumeFailed | HistoryInjected
+            | SummaryRecorded | AgentSessionClosed | ConversationDeleted | TitleChanged
+            | ContextWindowReported)
 
 
 class Forget(msgspec.Struct, frozen=True, kw_only=True):
@@ -391,5 +400,10 @@ def _checked_fact(event: Event, state: Conversation) -> Event:
                 f"range {event.from_version}..{event.to_version} is outside the log "
                 f"(0..{state.version})", field="from_version")
         for name in ("message_count", "tokens"):
+            check_token_count(getattr(event, name), name)
+    if isinstance(event, TitleChanged):
+        _require_text(event.title, "title")
+    if isinstance(event, ContextWindowReported):
+        for name in ("used", "size"):
             check_token_count(getattr(event, name), name)
     return event

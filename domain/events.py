@@ -209,6 +209,39 @@ class UserForgotten(Event, tag="user_forgotten", frozen=True):
     requested_by: str | None = None
 
 
+class AgentSessionClosed(Event, tag="agent_session_closed", frozen=True):
+    """The host closed its agent session (ACP `session/close`): the agent may free it.
+    The conversation stays as it was; a later load opens a new agent session."""
+
+    native_session_id: str | None = None
+
+
+class ConversationDeleted(Event, tag="conversation_deleted", frozen=True):
+    """The host deleted the conversation from its list (ACP `session/delete`). Recorded,
+    not erased: the events stay and `replay` shows them; lists leave it out. Erasure
+    is `forget`."""
+
+    reason: str | None = None
+
+
+class TitleChanged(Event, tag="title_changed", frozen=True):
+    """A new title for the conversation, e.g. the agent's ACP `session_info_update`."""
+
+    title: str
+
+
+class ContextWindowReported(Event, tag="context_window_reported", frozen=True):
+    """How full the agent's context window was after a turn (ACP `usage_update`:
+    `used` of `size` tokens), recorded once per turn, so telemetry can tell how full
+    the window was when a later resume failed."""
+
+    used: int
+    size: int
+    message_id: str | None = None
+    """The turn's assistant message, when the turn recorded one."""
+    native_session_id: str | None = None
+
+
 AnyEvent = (
     ConversationStarted
     | MessageAppended
@@ -224,6 +257,10 @@ AnyEvent = (
     | ConversationCleared
     | UserForgotten
     | MessageRetracted
+    | AgentSessionClosed
+    | ConversationDeleted
+    | TitleChanged
+    | ContextWindowReported
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)

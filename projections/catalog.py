@@ -46,7 +46,7 @@ SESSIONS = Table(
         Column("user", "VARCHAR", "first"),
         Column("agent", "VARCHAR", "first"),
         Column("channel", "VARCHAR", "first"),
-        Column("title", "VARCHAR", "first"),
+        Column("title", "VARCHAR", "last"),
         Column("workspace", "VARCHAR", "first"),
         Column("client", "VARCHAR", "first"),
         Column("status", "VARCHAR", "last"),
@@ -63,11 +63,15 @@ SESSIONS = Table(
     select=f"""
         SELECT conversation_id,
                max(e.key) {_STARTED}, max(e.user) {_STARTED}, max(e.agent) {_STARTED},
-               max(e.channel) {_STARTED}, max(e.title) {_STARTED}, max(e.workspace) {_STARTED},
+               max(e.channel) {_STARTED},
+               arg_max(e.title, version) FILTER (WHERE topic IN ('session_started',
+                   'title_changed') AND e.title IS NOT NULL),
+               max(e.workspace) {_STARTED},
                max(COALESCE(e.metadata.client, e.channel)) {_STARTED},
-               arg_max(CASE topic WHEN 'session_archived' THEN 'archived' ELSE 'active' END,
-                       version) FILTER (WHERE topic IN
-                       ('session_started', 'session_archived', 'session_reactivated')),
+               arg_max(CASE topic WHEN 'session_archived' THEN 'archived'
+                                  WHEN 'conversation_deleted' THEN 'deleted' ELSE 'active' END,
+                       version) FILTER (WHERE topic IN ('session_started', 'session_archived',
+                       'session_reactivated', 'conversation_deleted')),
                min("at") {_STARTED},
                max("at"),
                max("at") FILTER (WHERE topic = 'message_appended'),

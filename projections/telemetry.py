@@ -60,6 +60,25 @@ INJECTIONS = Table(
     doc="history injected into fresh agent sessions: range, size, format",
 )
 
+CONTEXT_WINDOWS = Table(
+    "context_windows",
+    (
+        Column("conversation_id", "VARCHAR"),
+        Column("version", "BIGINT"),
+        Column("position", "BIGINT"),
+        Column("at", "TIMESTAMP"),
+        Column("used", "BIGINT"),
+        Column("size", "BIGINT"),
+        Column("message_id", "VARCHAR"),
+        Column("native_session_id", "VARCHAR"),
+    ),
+    select="""
+        SELECT conversation_id, version, position, "at", e.used, e.size, e.message_id,
+               e.native_session_id
+        FROM batch WHERE topic = 'context_window_reported'""",
+    doc="how full the agent's context window was after each turn (ACP usage_update)",
+)
+
 _TOUCHED = "conversation_id IN (SELECT conversation_id FROM touched)"
 
 RESUME_ATTEMPTS = Table(
@@ -79,6 +98,8 @@ RESUME_ATTEMPTS = Table(
         Column("native_session_id", "VARCHAR"),
         Column("at", "TIMESTAMP"),
         Column("version", "BIGINT"),
+        Column("window_used", "BIGINT"),
+        Column("window_size", "BIGINT"),
     ),
     select=f"""
         WITH x AS (
@@ -88,13 +109,18 @@ RESUME_ATTEMPTS = Table(
         SELECT x.conversation_id, s.key, s."user", s.agent, s.client, x.strategy,
                CASE WHEN x.kind = 'attempted' THEN 'abandoned' ELSE x.kind END,
                x.reason, x.error, x.latency_ms, x.fresh, x.native_session_id, x."at",
-               x.version
+               x.version,
+               (SELECT arg_max(w.used, w.version) FROM context_windows w
+                WHERE w.conversation_id = x.conversation_id AND w.version < x.version),
+               (SELECT arg_max(w.size, w.version) FROM context_windows w
+                WHERE w.conversation_id = x.conversation_id AND w.version < x.version)
         FROM x LEFT JOIN sessions s USING (conversation_id)
         WHERE x.kind <> 'attempted'
            OR NOT COALESCE(next_kind IN ('succeeded', 'failed')
                            AND next_strategy = x.strategy, FALSE)""",
     doc="one row per tier tried: succeeded, failed, or abandoned (attempted, but the host "
-        "died before recording an outcome)",
+        "died before recording an outcome); window_used/window_size: how full the agent's "
+        "context window was at its last report before the attempt",
     derived=True,
     touched_by=("resume_attempted", "resume_succeeded", "resume_failed"),
 )
@@ -171,8 +197,10 @@ RESUMES = Table(
     touched_by=("resume_attempted", "resume_succeeded", "resume_failed", "history_injected"),
 )
 
-TELEMETRY = View("telemetry", (RESUME_EVENTS, INJECTIONS, RESUME_ATTEMPTS, RESUMES), fields={
+TELEMETRY = View("telemetry", (RESUME_EVENTS, INJECTIONS, CONTEXT_WINDOWS, RESUME_ATTEMPTS,
+                               RESUMES), fields={
     "strategy": "VARCHAR", "native_session_id": "VARCHAR", "reason": "VARCHAR",
     "error": "VARCHAR", "latency_ms": "DOUBLE", "latency_s": "DOUBLE",
     "from_version": "BIGINT", "to_version": "BIGINT", "message_count": "BIGINT",
-    "tokens": "BIGINT", "format": "VARCHAR", "fresh": "BOOLEAN"})
+    "tokens": "BIGINT", "format": "VARCHAR", "fresh": "BOOLEAN", "used": "BIGINT",
+    "size": "BIGINT", "message_id": "VARCHAR"})

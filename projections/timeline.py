@@ -12,8 +12,11 @@ from datetime import datetime
 import msgspec
 
 from convlog.domain.events import (
+    AgentSessionClosed,
+    ContextWindowReported,
     ConversationArchived,
     ConversationCleared,
+    ConversationDeleted,
     ConversationStarted,
     Event,
     HistoryInjected,
@@ -26,6 +29,7 @@ from convlog.domain.events import (
     ResumeFailed,
     ResumeSucceeded,
     SummaryRecorded,
+    TitleChanged,
     UserForgotten,
 )
 from convlog.projections.transcript import render_content, shorten
@@ -86,6 +90,15 @@ def describe(event: Event) -> str:
             " | FORGOTTEN: the content of every earlier event is erased")
     if isinstance(event, MessageRetracted):
         return _pairs(id=event.message_id, reason=event.reason)
+    if isinstance(event, AgentSessionClosed):
+        return _pairs(native_session_id=event.native_session_id)
+    if isinstance(event, ConversationDeleted):
+        return _pairs(reason=event.reason) + " | recorded, not erased"
+    if isinstance(event, TitleChanged):
+        return _pairs(title=shorten(event.title))
+    if isinstance(event, ContextWindowReported):
+        return _pairs(used=event.used, size=event.size, message=event.message_id,
+                      native_session_id=event.native_session_id)
     return ""
 
 

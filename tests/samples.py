@@ -15,7 +15,10 @@ from convlog.domain.content import (
     Usage,
 )
 from convlog.domain.events import (
+    AgentSessionClosed,
+    ContextWindowReported,
     ConversationCleared,
+    ConversationDeleted,
     Event,
     HistoryInjected,
     MemoryInjected,
@@ -29,6 +32,7 @@ from convlog.domain.events import (
     SessionReactivated,
     SessionStarted,
     SummaryRecorded,
+    TitleChanged,
     UserForgotten,
 )
 
@@ -75,4 +79,9 @@ def samples() -> list[Event]:
         ConversationCleared(at=AT, reason="user typed /clear"),
         UserForgotten(at=AT, user="u1", requested_by="dpo@example.com"),
         MessageRetracted(at=AT, message_id="m-17", reason="pop_item"),
+        AgentSessionClosed(at=AT, native_session_id="sess-10"),
+        ConversationDeleted(at=AT, reason="deleted in the host's list"),
+        TitleChanged(at=AT, title="Auth design, JWT chosen"),
+        ContextWindowReported(at=AT, used=91_000, size=128_000, message_id="m-17",
+                              native_session_id="sess-10"),
     ]

@@ -41,13 +41,13 @@ def require_sdk() -> None:
 require_sdk()
 
 if TYPE_CHECKING:
-    from convlog.acp.helper import AgentSessions
+    from convlog.acp.helper import AgentSessions, Loaded
     from convlog.acp.proxy import Proxy
     from convlog.acp.run import run_stdio
 
 
 _LAZY = {"Proxy": "convlog.acp.proxy", "run_stdio": "convlog.acp.run",
-         "AgentSessions": "convlog.acp.helper"}
+         "AgentSessions": "convlog.acp.helper", "Loaded": "convlog.acp.helper"}
 
 
 def __getattr__(name: str) -> Any:
@@ -59,4 +59,4 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(_LAZY[name]), name)
 
 
-__all__ = ["AgentSessions", "Proxy", "run_stdio"]
+__all__ = ["AgentSessions", "Loaded", "Proxy", "run_stdio"]

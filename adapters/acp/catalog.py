@@ -2,8 +2,8 @@
 agent's `initialize` answer, the agent's name, and `session/list` from the catalog.
 
 `session/list` lists this agent's conversations recorded by the proxy (keys
-``acp:<id>``), newest first, optionally only those of one `cwd`, 50 per page; the
-cursor is the offset of the next page.
+``acp:<id>``) except those deleted (`session/delete`), newest first, optionally only
+those of one `cwd`, 50 per page; the cursor is the offset of the next page.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ async def list_page(log: convlog.AsyncConversationLog, agent: str | None,
     if cursor is not None and not (isinstance(cursor, str) and cursor.isdigit()):
         raise RequestError.invalid_params({"field": "cursor", "error": "unknown cursor"})
     rows = [r for r in await log.sessions(agent=agent)
-            if r.key.startswith(KEY_PREFIX) and (cwd is None or r.workspace == cwd)]
+            if r.key.startswith(KEY_PREFIX) and r.status != "deleted"
+            and (cwd is None or r.workspace == cwd)]
     start = int(cursor or 0)
     answer: dict[str, Any] = {"sessions": [{
         "sessionId": r.key.removeprefix(KEY_PREFIX), "cwd": r.workspace or "/",
@@ -65,6 +66,7 @@ def advertise(result: Any) -> Any:
     caps["loadSession"] = True
     sessions = dict(caps.get("sessionCapabilities") or {})
     sessions.setdefault("list", {})
-    sessions.setdefault("resume", {})
+    for served in ("resume", "close", "delete", "fork"):
+        sessions.setdefault(served, {})
     caps["sessionCapabilities"] = sessions
     return {**result, "agentCapabilities": caps}

@@ -8,10 +8,13 @@ versions). Only the session id is rewritten (the client's id <-> the agent's), a
 the methods the proxy serves itself are checked against the SDK's schema models.
 
 Served by the proxy: `initialize` (forwarded; the answer also advertises
-`loadSession`, `sessionCapabilities.list` and `.resume`), `session/new` (forwarded,
-recorded), `session/prompt` (forwarded, recorded as one turn), `session/load` and
-`session/resume` (tiered resume against the agent; load replays the conversation
-from the log first), `session/list` (the catalog). Everything else is forwarded.
+`loadSession`, `sessionCapabilities.list`, `.resume`, `.close`, `.delete`, `.fork`),
+`session/new` (forwarded, recorded), `session/prompt` (forwarded, recorded as one
+turn, the host's preamble put first and kept out of the record: convlog.acp.preamble),
+`session/load` and `session/resume` (tiered resume against the agent; load replays
+the conversation from the log first), `session/list` (the catalog), `session/close`,
+`session/delete` and `session/fork` (convlog.acp.lifecycle). Everything else is
+forwarded.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 import convlog
+from convlog.acp import lifecycle
 from convlog.acp.catalog import advertise, command_name, current_model, list_page
 from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited, Downstream
 from convlog.acp.preamble import DEFAULT_MODE, fingerprint, split
@@ -115,7 +119,9 @@ class Proxy:
             return await self._client_notification(method, params)
         serve = {"initialize": self.initialize, "session/new": self.new_session,
                  "session/load": self.load_session, "session/resume": self.resume_session,
-                 "session/list": self.list_sessions, "session/prompt": self.prompt}.get(method)
+                 "session/list": self.list_sessions, "session/prompt": self.prompt,
+                 "session/close": self.close_session, "session/delete": self.delete_session,
+                 "session/fork": self.fork_session}.get(method)
         if serve is not None:
             return await serve(params)
         return await self._forward(method, params)
@@ -124,11 +130,7 @@ class Proxy:
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         session = self.sessions.by_id.get(session_id) if isinstance(session_id, str) else None
         if session is not None:
-            if method == "session/close":
-                self.sessions.forget(session)
-                if not self.sessions.attached(session):
-                    return {}  # no agent session to close: nothing to attach it for
-            elif not self.sessions.attached(session):
+            if not self.sessions.attached(session):
                 await self.sessions.attach(session)
             params = _with_session(params, session.native_id or "")
         return await self._ask(method, params)
@@ -224,6 +226,15 @@ class Proxy:
             return session, {}
         return session, await self.sessions.attach(session)
 
+    async def close_session(self, params: Any) -> Any:
+        return await lifecycle.close_session(self, params)
+
+    async def delete_session(self, params: Any) -> Any:
+        return await lifecycle.delete_session(self, params)
+
+    async def fork_session(self, params: Any) -> Any:
+        return await lifecycle.fork_session(self, params)
+
     async def list_sessions(self, params: Any) -> Any:
         _check("ListSessionsRequest", params)
         return await list_page(self.log, self.agent_name, params)
@@ -263,18 +274,27 @@ class Proxy:
         try:
             result = await self.agent.request("session/prompt", forwarded)
         except AgentExited as exc:
-            await self.recorder.turn(session.key, turn.close(f"cut off: {exc}"))
+            await self._record_turn(session, turn, f"cut off: {exc}")
             raise RequestError.internal_error({"details": str(exc)}) from None
         except RequestError as exc:
-            await self.recorder.turn(session.key, turn.close(f"failed: {exc}"))
+            await self._record_turn(session, turn, f"failed: {exc}")
             raise
         finally:
             session.turn = None
         stop = result.get("stopReason") if isinstance(result, dict) else None
         usage = result.get("usage") if isinstance(result, dict) else None
-        await self.recorder.turn(session.key, turn.close(stop if isinstance(stop, str)
-                                                         else "end_turn", usage))
+        await self._record_turn(session, turn, stop if isinstance(stop, str) else "end_turn",
+                                usage)
         return result
+
+    async def _record_turn(self, session: Session, turn: Turn, stop: str,
+                           usage: Any = None) -> None:
+        """The turn's messages (once), then how full the agent's window was after it."""
+        messages = turn.close(stop, usage)
+        if messages is None:
+            return
+        await self.recorder.turn(session.key, messages, lifecycle.window_of_turn(
+            session, turn.window, messages[-1].id if len(messages) > 1 else None))
 
     # ------------------------------------------------------------ agent -> client
 
@@ -285,10 +305,12 @@ class Proxy:
         session = self.sessions.native(native)
         if session is not None:
             params = _with_session(params, session.id)
-            if method == "session/update" and session.turn is not None:
-                total = session.turn.add(params.get("update"), session.cost_base)
-                if total is not None:
-                    session.cost_base = total
+            if method == "session/update":
+                if session.turn is not None:
+                    total = session.turn.add(params.get("update"), session.cost_base)
+                    if total is not None:
+                        session.cost_base = total
+                await lifecycle.session_facts(self, session, params.get("update"))
         if is_notification:
             with contextlib.suppress(ConnectionError):  # the client is gone: the turn
                 await self.client.send_notification(method, params)  # is still recorded
@@ -309,6 +331,6 @@ class Proxy:
             await asyncio.sleep(0.02)
         for session in open_turns:
             if session.turn is not None:
-                await self.recorder.turn(session.key, session.turn.close(f"cut off: {why}"))
+                await self._record_turn(session, session.turn, f"cut off: {why}")
         await self.recorder.drain()
         await self.agent.stop()

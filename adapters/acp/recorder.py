@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import convlog
+from convlog.domain.conversation import AppendMessages, Command, RecordFact
+from convlog.domain.events import ContextWindowReported
 
 log = logging.getLogger("convlog.acp")
 
@@ -36,10 +39,22 @@ class Recorder:
                                     metadata=metadata)
         await self.log.bind_native_session(key, native, agent)
 
-    async def turn(self, key: str, messages: list[convlog.Message] | None) -> None:
-        """Record one turn's messages (None: it was already recorded)."""
-        if messages:
+    async def turn(self, key: str, messages: list[convlog.Message] | None,
+                   facts: Sequence[ContextWindowReported] = ()) -> None:
+        """Record one turn's messages (None: it was already recorded), with `facts`
+        about it (its context window) in the same transaction."""
+        if not messages:
+            return
+        if not facts:
             await self._write(self.log.append_turn(key, messages), key)
+            return
+        commands: list[Command] = [AppendMessages(messages=list(messages)),
+                                   *(RecordFact(event=f) for f in facts)]
+        await self._write(asyncio.to_thread(self.log.sync.execute, key, commands), key)
+
+    async def fact(self, key: str, write: Any) -> None:
+        """One fact about a session (a close, a title...), written like a turn."""
+        await self._write(write, key)
 
     async def _write(self, write: Any, key: str) -> None:
         task = asyncio.ensure_future(write)

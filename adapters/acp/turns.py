@@ -134,6 +134,8 @@ class Turn:
     _pieces: list[AnyPart | _Tool | _Run] = field(default_factory=list)
     _tools: dict[str, _Tool] = field(default_factory=dict)
     cost_usd: Decimal | None = None
+    window: tuple[int, int] | None = None
+    """The last context window (`used`, `size` tokens) a `usage_update` reported."""
     closed: bool = False
 
     def add(self, update: Any, cost_base: Decimal | None) -> Decimal | None:
@@ -158,6 +160,10 @@ class Turn:
                     self._pieces.append(tool)
                 tool.update(update)
         elif kind == "usage_update":
+            used, size = update.get("used"), update.get("size")
+            if isinstance(used, int) and isinstance(size, int) and not isinstance(
+                    used, bool) and not isinstance(size, bool) and used >= 0 and size >= 0:
+                self.window = (used, size)
             return self._usage(update.get("cost"), cost_base)
         return None
 

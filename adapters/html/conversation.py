@@ -32,7 +32,8 @@ EVENT_CLASS = {
     "history_injected": "inject", "memory_injected": "inject", "summary_recorded": "inject",
     "conversation_cleared": "marker", "session_archived": "marker",
     "session_reactivated": "marker", "session_started": "marker",
-    "message_retracted": "marker",
+    "message_retracted": "marker", "agent_session_closed": "marker",
+    "conversation_deleted": "marker", "title_changed": "marker",
 }
 
 

@@ -59,6 +59,10 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "resume_succeeded": frozenset(),
     "session_reactivated": frozenset(),
     "user_forgotten": frozenset(),  # who asked and when, never what
+    "agent_session_closed": frozenset(),
+    "conversation_deleted": frozenset({"reason"}),
+    "title_changed": frozenset({"title"}),
+    "context_window_reported": frozenset(),
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }
 _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten
@@ -66,6 +70,7 @@ _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten
     "history_injected": b'"text":"[forgotten]"',
     "memory_injected": b'"memory_ids":[],"text":"[forgotten]"',
     "summary_recorded": b'"text":"[forgotten]"',
+    "title_changed": b'"title":"[forgotten]"',
 }
 MARK = b',"$sealed":"'
 _MARK_LEN = len(MARK)

@@ -14,7 +14,9 @@ can see exactly what reached the agent (the injected history, or none). Its answ
 is deterministic: a thought, a tool call with its result, a usage update with a
 cumulative cost, and text that says what it remembers of the session. A prompt
 containing "slow" waits until it is cancelled; "garbage" first writes a line that is
-not JSON to stdout (a hostile agent).
+not JSON to stdout (a hostile agent); "title: X" names the session X
+(`session_info_update`). Its `usage_update` says 100 tokens of a 1000-token window
+are used per prompt so far.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from acp.schema import (
     PermissionOption,
     ResumeSessionResponse,
     SessionCapabilities,
+    SessionInfoUpdate,
     SessionResumeCapabilities,
     ToolCallUpdate,
     UsageUpdate,
@@ -155,7 +158,11 @@ class TestAgent:
         await send(session_id, update_agent_message_text(
             f"you said {text!r}; I remember {len(memory)} earlier prompts"
             + ("; and I was given the history" if injected else "")))
-        await send(session_id, UsageUpdate(session_update="usage_update", used=100, size=1000,
+        if text.startswith("title: "):  # the agent names the session
+            await send(session_id, SessionInfoUpdate(session_update="session_info_update",
+                                                     title=text.removeprefix("title: ")))
+        used = 100 * len(self.sessions[session_id])  # the window fills turn by turn
+        await send(session_id, UsageUpdate(session_update="usage_update", used=used, size=1000,
                                            cost=Cost(amount=0.01 * len(self.sessions[session_id]),
                                                      currency="USD")))
         return PromptResponse(stop_reason="end_turn")

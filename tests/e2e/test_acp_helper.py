@@ -7,8 +7,10 @@ has the history for its model."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +63,61 @@ def test_the_readme_agent_loads_its_sessions_from_the_log(tmp_path: Path) -> Non
         assert [m.content for m in messages] == [
             "the codeword is PELICAN", replayed, "what was it", answer]
         assert log.state(f"acp:{session_id}").agent == "minimal"
+
+
+NATIVE_AGENT = Path(__file__).resolve().parent / "acp_native_agent.py"
+
+
+def test_load_records_the_resume_and_a_native_agent_resumes_natively_first(
+        tmp_path: Path) -> None:
+    """`AgentSessions.load` records the resume as the proxy does (attempt, outcome,
+    injection), and gives a natively-resuming agent its bound session id first."""
+    db = f"sqlite:///{tmp_path / 'agent.db'}"
+    store = tmp_path / "native-sessions"
+
+    async def session(*load: str, prompt: str, native: bool = True) -> list[str]:
+        client = RecordingClient()
+        agent = [sys.executable, str(NATIVE_AGENT), db, str(store),
+                 *([] if native else ["--no-native"])]
+        async with acp.spawn_agent_process(client, *agent, env=env()) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            if load:
+                session_id = load[0]
+                await conn.load_session(cwd=str(tmp_path), session_id=session_id,
+                                        mcp_servers=[])
+            else:
+                session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                              ).session_id
+            await conn.prompt(session_id=session_id, prompt=[acp.text_block(prompt)])
+        return [session_id, *client.texts("agent_message_chunk")]
+
+    def run(coro: Any) -> list[str]:
+        return asyncio.run(asyncio.wait_for(coro, 60))
+
+    session_id, first = run(session(prompt="the codeword is PELICAN"))
+    assert first.endswith("[new] history=False")
+    # the agent kept its own session: native resume, no history for the model
+    answer = run(session(session_id, prompt="still there?"))[-1]
+    assert "[native:native-" in answer and answer.endswith("history=False")
+    # its own session is lost: native resume fails, the model gets convlog's history
+    shutil.rmtree(store)
+    answer = run(session(session_id, prompt="what was it?"))[-1]
+    assert "[history:native-" in answer and answer.endswith("history=True")
+    # an agent without native resume: the history, recorded the same way
+    answer = run(session(session_id, prompt="and now?", native=False))[-1]
+    assert "[history:native-" in answer and answer.endswith("history=True")
+
+    with convlog.open(db) as log:
+        story = [(r.event.event_name(), getattr(r.event, "strategy", None))
+                 for r in log.events(f"acp:{session_id}")
+                 if r.event.event_name().startswith(("resume_", "history_"))]
+        assert story == [
+            ("resume_attempted", "native"), ("resume_succeeded", "native"),
+            ("resume_attempted", "native"), ("resume_failed", "native"),
+            ("resume_attempted", "history"), ("resume_succeeded", "history"),
+            ("history_injected", None),
+            ("resume_attempted", "history"), ("resume_succeeded", "history"),
+            ("history_injected", None)]
+        rows = {r.group: r for r in log.telemetry(by="strategy")}
+        assert rows["native"].succeeded == 1 and rows["native"].failed == 1
+        assert rows["history"].succeeded == 2

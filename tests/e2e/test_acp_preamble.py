@@ -91,6 +91,11 @@ def test_the_preamble_is_forwarded_first_and_never_recorded_nor_injected(
                          "What was the code word?", "And mine?"]
         row = next(r for r in log.sessions() if r.key == key)
         assert "SYSTEM-PROMPT-MARKER" not in (row.title or "")
+        # how full the agent's window was when its own resume failed (2 turns: 200/1000)
+        failed = log.sql("SELECT strategy, window_used, window_size FROM resume_attempts "
+                         "WHERE outcome = 'failed' ORDER BY version")
+        assert [tuple(r) for r in failed[1]] == [("session/resume", 200, 1000),
+                                                   ("session/load", 200, 1000)]
     shown = subprocess.run([sys.executable, "-m", "convlog.cli.main", "--db", db, "show",
                             f"acp:{session_id}"], capture_output=True, text=True, env=env())
     assert shown.returncode == 0, shown.stderr
@@ -108,3 +113,32 @@ def test_with_preamble_none_every_block_is_the_users_message(tmp_path: Path) -> 
         first = log.messages(f"acp:{session_id}")[0]
         assert [p.text for p in first.content] == [  # type: ignore[union-attr]
             SYSTEM, "Remember the code word PELICAN"]
+
+
+def test_a_new_agent_process_after_a_crash_gets_the_preamble_again_before_the_history(
+        tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'acp.db'}"
+
+    async def scenario() -> str:
+        async with acp.spawn_agent_process(
+                RecordingClient(), *proxy_command(db, agent_command("crash", tmp_path)),
+                env=env(), use_unstable_protocol=True) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id, prompt=[
+                acp.text_block(SYSTEM), acp.text_block("the code word is HERON")])
+            with pytest.raises(acp.RequestError):
+                await conn.prompt(session_id=session.session_id,
+                                  prompt=[acp.text_block("now crash")])
+            # the host does not know the agent was replaced: it sends no system prompt
+            await conn.prompt(session_id=session.session_id,
+                              prompt=[acp.text_block("are you back?")])
+            return str(session.session_id)
+
+    session_id = run(scenario())
+    system, history, question = trace(tmp_path)[-1]["texts"]
+    assert system == SYSTEM and "HERON" in history and question == "are you back?"
+    assert "SYSTEM-PROMPT-MARKER" not in history
+    with convlog.open(db) as log:
+        assert all("SYSTEM-PROMPT-MARKER" not in str(m.content)
+                   for m in log.messages(f"acp:{session_id}"))

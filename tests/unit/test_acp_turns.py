@@ -112,14 +112,14 @@ def test_replay_shows_each_stored_part_as_the_schema_update() -> None:
         acp.schema.SessionNotification.model_validate({"sessionId": "s", "update": update})
 
 
-def test_advertise_adds_load_list_resume_and_keeps_the_rest() -> None:
+def test_advertise_adds_the_served_methods_and_keeps_the_rest() -> None:
     answer = advertise({"protocolVersion": 1, "x": 1, "agentCapabilities": {
         "loadSession": False, "future": {"y": 2},
         "sessionCapabilities": {"close": {}, "resume": {"_meta": {"k": 1}}}}})
     caps = answer["agentCapabilities"]
     assert caps["loadSession"] is True and caps["future"] == {"y": 2} and answer["x"] == 1
     assert caps["sessionCapabilities"] == {"close": {}, "resume": {"_meta": {"k": 1}},
-                                           "list": {}}
+                                           "list": {}, "delete": {}, "fork": {}}
 
 
 @pytest.mark.parametrize(("command", "name"), [

@@ -40,7 +40,10 @@ from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
     EVENT_TYPES,
     REASON_CLASSES,
+    AgentSessionClosed,
+    ContextWindowReported,
     ConversationCleared,
+    ConversationDeleted,
     Event,
     HistoryInjected,
     MemoryInjected,
@@ -54,6 +57,7 @@ from convlog.domain.events import (
     SessionReactivated,
     SessionStarted,
     SummaryRecorded,
+    TitleChanged,
     UserForgotten,
 )
 from convlog.services.jsonlines import AnyLine, PartIn, parse_lines
@@ -136,6 +140,13 @@ EVENTS: dict[type[Event], st.SearchStrategy[Any]] = {
                               native_session_id=optional(ids)),
     SessionArchived: st.builds(SessionArchived, at=utc_times, reason=optional(text)),
     SessionReactivated: st.builds(SessionReactivated, at=utc_times),
+    AgentSessionClosed: st.builds(AgentSessionClosed, at=utc_times,
+                                  native_session_id=optional(ids)),
+    ConversationDeleted: st.builds(ConversationDeleted, at=utc_times, reason=optional(text)),
+    TitleChanged: st.builds(TitleChanged, at=utc_times, title=text),
+    ContextWindowReported: st.builds(ContextWindowReported, at=utc_times, used=counts,
+                                     size=counts, message_id=optional(ids),
+                                     native_session_id=optional(ids)),
     ConversationCleared: st.builds(ConversationCleared, at=utc_times, reason=optional(text)),
     UserForgotten: st.builds(UserForgotten, at=utc_times, user=ids,
                              requested_by=optional(text)),
