@@ -115,6 +115,8 @@ class Conversation(msgspec.Struct, kw_only=True):
     recent_memories: dict[str, int] = {}
     """Memory id -> the turn of its latest injection in this epoch (bounded: see
     convlog.domain.memory.remember), so the cooldown is decided without a scan."""
+    resumed_at: datetime | None = None
+    """When a resume of this conversation last succeeded (ResumeSucceeded)."""
     memory_cap: int | None = None
     """`max_injected_blocks_in_history` of the latest MemoryPolicySet (None: never
     recorded, the default applies; see `policy`)."""
@@ -171,6 +173,8 @@ def evolve(state: Conversation, event: Event) -> None:
         state.summary_version = state.version
     elif isinstance(event, TitleChanged):
         state.title = event.title
+    elif isinstance(event, ResumeSucceeded):
+        state.resumed_at = event.at
     elif isinstance(event, MemoryPolicySet):
         state.memory_cap = event.max_injected_blocks_in_history
         state.memory_depth = event.context_window_depth
