@@ -27,7 +27,7 @@ from typing import Literal, get_args
 
 import msgspec
 
-from convlog.domain.content import ToolResultPart, ToolUsePart
+from convlog.domain.content import ThinkingPart, ToolResultPart, ToolUsePart
 from convlog.domain.events import MessageAppended
 
 Cause = Literal["cancelled", "process_died", "retracted", "budget", "missing_in_import",
@@ -53,7 +53,9 @@ def lost_text(cause: Cause, name: str = "") -> str:
 
 class Tools(msgspec.Struct, frozen=True):
     """What pairing needs to know of one item: the calls it makes (id, name), the
-    results it carries (call ids), and whether it holds anything else (text, ...)."""
+    results it carries (call ids), and whether it holds anything else (text, ...).
+    An item with none of these (an SDK's marker, a hosted tool's record) is neutral:
+    kept where it is, it does not end a call's exchange."""
 
     calls: tuple[tuple[str, str], ...] = ()
     results: tuple[str, ...] = ()
@@ -116,6 +118,7 @@ def pair(items: Sequence[Tools], *, causes: Mapping[str, Cause] | None = None,
     pending: dict[str, tuple[str, int]] = {}  # open calls: id -> (name, index)
     answered: set[str] = set()
     pulled: set[int] = set()
+    answering = False  # the open block has had results: a call now starts a new one
 
     def close() -> None:
         for call_id, (name, at) in pending.items():
@@ -133,12 +136,16 @@ def pair(items: Sequence[Tools], *, causes: Mapping[str, Cause] | None = None,
             repairs.append(Repair(kind="synthesized", call_id=call_id, cause=cause, index=at))
             answered.add(call_id)
         pending.clear()
+        nonlocal answering
+        answering = False
 
     for i, item in enumerate(items):
         if i in pulled:
             continue
         answers_pending = bool(item.results) and any(r in pending for r in item.results)
-        if pending and not item.calls:
+        if pending and item.calls and answering:
+            close()  # a new call block: the open calls' results come before it
+        if pending and not item.calls and (item.results or item.other):
             if not answers_pending:
                 close()
             elif item.other:  # results then text (an Anthropic user message): the
@@ -155,10 +162,13 @@ def pair(items: Sequence[Tools], *, causes: Mapping[str, Cause] | None = None,
             else:
                 answered.add(r)
         for r in item.results:
-            pending.pop(r, None)
+            if pending.pop(r, None) is not None:
+                answering = True
         if dropped and not item.calls and not item.other and dropped >= set(item.results):
             continue  # nothing left of it
         steps.append(Keep(index=i, drop=dropped))
+        if not pending:
+            answering = False
         for call_id, name in item.calls:
             if call_id not in answered and call_id not in pending:
                 pending[call_id] = (name, i)
@@ -190,10 +200,8 @@ def message_tools(event: MessageAppended) -> Tools:
                 calls.append((part.id, part.name))
             elif isinstance(part, ToolResultPart):
                 results.append(part.tool_use_id)
-            else:
+            elif not isinstance(part, ThinkingPart):  # reasoning may sit between calls
                 other = True
-    if not calls and not results:
-        other = True
     return Tools(calls=tuple(calls), results=tuple(results), other=other)
 
 
@@ -203,15 +211,22 @@ def check_pairs(items: Sequence[Tools]) -> list[str]:
     problems: list[str] = []
     pending: set[str] = set()
     seen: set[str] = set()
+    answering = False
     for i, item in enumerate(items):
+        if pending and item.calls and answering:
+            problems.append(f"item {i}: calls {sorted(pending)} have no result before it")
+            pending.clear()
         for r in item.results:
             if r not in pending:
                 problems.append(f"item {i}: result for {r!r} without an open call")
             pending.discard(r)
+            answering = True
             seen.add(r)
         if pending and not item.calls and item.other:
             problems.append(f"item {i}: calls {sorted(pending)} have no result before it")
             pending.clear()
+        if not pending:
+            answering = False
         for call_id, _ in item.calls:
             if call_id in seen:
                 problems.append(f"item {i}: call id {call_id!r} used twice")

@@ -75,6 +75,7 @@ def test_mixed_results_and_text_keep_the_text() -> None:
 ids = st.sampled_from("abcdef")
 tools = st.one_of(
     st.just(TEXT),
+    st.just(Tools(other=False)),
     st.lists(ids, min_size=1, max_size=3, unique=True).map(lambda c: call(*c)),
     st.lists(ids, min_size=1, max_size=3, unique=True).map(lambda c: call(*c, other=True)),
     st.lists(ids, min_size=1, max_size=2, unique=True).map(lambda r: result(*r)),
@@ -101,6 +102,7 @@ def test_every_plan_is_well_paired(items: list[Tools]) -> None:
     kept = [s.index for s in plan.steps if isinstance(s, Keep)]
     assert len(kept) == len(set(kept))
     # nothing but tool results is ever left out
-    assert all(i in kept for i, item in enumerate(fixed) if item.other or item.calls)
+    assert all(i in kept for i, item in enumerate(fixed)
+               if item.other or item.calls or not item.results)
     if check_pairs(fixed) == []:
         assert plan.repairs == [] and kept == list(range(len(fixed)))
