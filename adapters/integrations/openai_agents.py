@@ -32,7 +32,7 @@ import convlog
 from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import UnknownConversation
 from convlog.integrations.extras import require
-from convlog.integrations.openai_items import from_message, to_message
+from convlog.integrations.openai_items import from_message, paired_items, to_message
 
 require("openai-agents", "agents", "convlog.integrations.openai_agents")
 
@@ -140,7 +140,7 @@ class ConvlogSession:
             messages = self.log.live_messages(self.key, last=last)
         except UnknownConversation:
             return []
-        return [from_message(m) for m in messages]  # type: ignore[misc]
+        return paired_items(messages, last)  # type: ignore[return-value]
 
     def _add_items(self, items: Sequence[TResponseInputItem],
                    usage: convlog.Usage | None) -> None:
