@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 import convlog
+from tests.pgcluster import PrivateCluster
 
 PG_HOST = os.environ.get("CONVLOG_TEST_PG", "host=127.0.0.1 port=5432 dbname=test user=postgres")
 BACKENDS = ["memory", "sqlite", "postgres"]
@@ -33,6 +34,18 @@ def pg_url() -> Iterator[str]:
     finally:
         with psycopg.connect(PG_HOST, autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+def private_pg() -> Iterator[PrivateCluster]:
+    """A PostgreSQL server of this test's own (tests.pgcluster), started: for tests
+    that stop, restart or break the server, never the shared one."""
+    cluster = PrivateCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()
 
 
 def open_backend(backend: str, tmp_path: Path, request: pytest.FixtureRequest

@@ -26,6 +26,7 @@ from typing import Any
 import convlog
 from convlog.acp.catalog import advertise, command_name, current_model, list_page
 from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited, Downstream
+from convlog.acp.preamble import DEFAULT_MODE, fingerprint, split
 from convlog.acp.recorder import Recorder
 from convlog.acp.replay import replay_updates
 from convlog.acp.sessions import Session, Sessions, key_of
@@ -93,7 +94,7 @@ class Proxy:
     def __init__(self, log: convlog.AsyncConversationLog, command: list[str], *,
                  budget: convlog.Budget | None = None, agent_name: str | None = None,
                  max_frame: int = DEFAULT_MAX_FRAME, grace: float = 2.0,
-                 init_timeout: float = DEFAULT_INIT_TIMEOUT):
+                 init_timeout: float = DEFAULT_INIT_TIMEOUT, preamble: str = DEFAULT_MODE):
         self.agent = Downstream(command, self.from_agent, max_frame=max_frame,
                                 init_timeout=init_timeout)
         self.sessions = Sessions(log, self.agent, budget or convlog.Budget())
@@ -102,6 +103,7 @@ class Proxy:
         self.max_frame = max_frame
         self.grace = grace
         self.agent_name = agent_name
+        self.preamble = preamble
         self.client_info: dict[str, Any] = {}
         self.client: Any = None  # the SDK Connection to the client
         self.agent.on_exit = lambda code: self.sessions.detach_all()
@@ -183,7 +185,8 @@ class Proxy:
         agent_info = self.agent.initialize_result.get("agentInfo")
         meta: dict[str, Any] = {"client": self.client_info.get("name"),
                                 "client_version": self.client_info.get("version"),
-                                "agent_command": self.agent.command, "via": "convlog acp"}
+                                "agent_command": self.agent.command, "via": "convlog acp",
+                                "preamble": self.preamble}
         if isinstance(agent_info, dict):
             meta["agent_version"] = agent_info.get("version")
         return {k: v for k, v in {**meta, **extra}.items() if v is not None}
@@ -216,6 +219,7 @@ class Proxy:
             session = Session(id=session_id)
             self.sessions.by_id[session_id] = session
         session.cwd, session.where = params["cwd"], dict(params)
+        session.opened = True  # the host sends its system prompt again
         if self.sessions.attached(session):
             return session, {}
         return session, await self.sessions.attach(session)
@@ -241,12 +245,20 @@ class Proxy:
             return await self._forward("session/prompt", params)
         if not self.sessions.attached(session):
             await self.sessions.attach(session)
-        turn = session.turn = Turn(prompt=list(params["prompt"]), agent=self.agent_name,
-                                   model=session.model)
+        preamble, user = (split(list(params["prompt"]), self.preamble) if session.opened
+                          else ([], list(params["prompt"])))
+        session.opened = False
+        if preamble:
+            session.preamble = preamble
+            log.info("session %s: a preamble of %s forwarded, not recorded", session.id,
+                     fingerprint(preamble))
+        elif session.injection and session.preamble:
+            preamble = session.preamble  # a new agent process: it needs the system prompt
+        turn = session.turn = Turn(prompt=user, agent=self.agent_name, model=session.model)
         forwarded = _with_session(params, session.native_id or "")
         if session.injection:
-            forwarded["prompt"] = [{"type": "text", "text": session.injection},
-                                   *params["prompt"]]
+            forwarded["prompt"] = [*preamble, {"type": "text", "text": session.injection},
+                                   *user]
             session.injection = None  # exactly once, whatever the agent answers
         try:
             result = await self.agent.request("session/prompt", forwarded)

@@ -18,6 +18,7 @@ import stat
 
 import convlog
 from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited
+from convlog.acp.preamble import DEFAULT_MODE
 from convlog.acp.proxy import Proxy
 from convlog.acp.wire import DEFAULT_MAX_FRAME, FrameTransport, reader_limit
 from convlog.domain.errors import ConvlogError
@@ -62,12 +63,13 @@ def _streamable(fd: int) -> bool:
 async def run_stdio(log_: convlog.AsyncConversationLog, command: list[str], *,
                     budget: convlog.Budget | None = None, agent_name: str | None = None,
                     max_frame: int = DEFAULT_MAX_FRAME,
-                    init_timeout: float = DEFAULT_INIT_TIMEOUT) -> int:
+                    init_timeout: float = DEFAULT_INIT_TIMEOUT,
+                    preamble: str = DEFAULT_MODE) -> int:
     """`convlog acp`: the proxy on stdin/stdout. Returns the exit status."""
     from acp import stdio_streams
 
     proxy = Proxy(log_, command, budget=budget, agent_name=agent_name, max_frame=max_frame,
-                  init_timeout=init_timeout)
+                  init_timeout=init_timeout, preamble=preamble)
     for fd, name in ((0, "stdin"), (1, "stdout")):
         if not _streamable(fd):
             raise ConvlogError(f"{name} must be a pipe, a socket or a terminal: convlog acp "

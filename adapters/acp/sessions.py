@@ -57,6 +57,13 @@ class Session:
     cost_base: Decimal | None = None
     """The agent's last cumulative USD cost of this session (usage_update), if known."""
     model: str | None = None
+    opened: bool = True
+    """The client opened (new) or reopened (load/resume) this session and has not
+    prompted it since: its next prompt may start with the host's preamble."""
+    preamble: list[Any] | None = None
+    """The host's last preamble on this session, in memory only: sent again in front
+    of the history when the agent process died and a new one takes over (the host
+    does not know, so it does not send it again)."""
 
     @property
     def key(self) -> str:

@@ -27,6 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--init-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="how long the agent has to answer initialize before the host gets "
                         "an error (default 60)")
+    p.add_argument("--preamble", default="first-blocks", choices=("first-blocks", "none"),
+                   help="the host's system prompt: first-blocks (default) takes the text "
+                        "blocks before the last one in a session's first prompt as the "
+                        "preamble, forwarded first and never recorded; none records every "
+                        "block as the user's")
     p.add_argument("--log-level", default="warning",
                    choices=("debug", "info", "warning", "error"),
                    help="what the proxy logs on stderr (default warning)")
@@ -62,6 +67,6 @@ def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
     status = asyncio.run(run_stdio(
         convlog.AsyncConversationLog(log), command, budget=budget,
         agent_name=args.agent_name, max_frame=int(args.max_frame_mb * 1024 * 1024),
-        init_timeout=args.init_timeout))
+        init_timeout=args.init_timeout, preamble=args.preamble))
     if status:
         raise ConvlogError("some turns could not be recorded (see the messages above)")

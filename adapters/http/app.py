@@ -25,6 +25,7 @@ import convlog
 from convlog.http import analytics, conversations, memory, resume, stream
 from convlog.http.auth import Auth
 from convlog.http.endpoint import Call, Endpoint, Server, json_response
+from convlog.http.guard import Guard
 from convlog.http.idempotency import HEADER, Stored
 from convlog.http.idempotency import check_key as check_idempotency_key
 from convlog.http.limits import BODY_TIMEOUT, MAX_BODY, MAX_REQUESTS, Limits
@@ -73,11 +74,14 @@ def _answer(value: Any) -> Response:
 def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                max_body: int = MAX_BODY, body_timeout: float = BODY_TIMEOUT,
                max_requests: int = MAX_REQUESTS, poll_interval: float = 0.25,
+               max_streams_per_token: int = 100, allow_origins: Sequence[str] = (),
+               host_names: Sequence[str] = (),
                endpoints: Sequence[Endpoint] = ENDPOINTS
                ) -> Any:
     """The ASGI app serving `log` (which the caller opens and closes)."""
     server = Server(log=log, auth=auth or Auth(), poll_interval=poll_interval,
-                    inline_writes=log.config.backend == "sqlite")
+                    inline_writes=log.config.backend == "sqlite",
+                    max_streams_per_token=max_streams_per_token)
     version = convlog.__version__
     document = encoded(endpoints, version)
 
@@ -102,8 +106,10 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: handle, Exception: handle})
     app.state.server = server
-    return Limits(app, max_body=max_body, body_timeout=body_timeout,
-                  max_requests=max_requests)
+    limited = Limits(app, max_body=max_body, body_timeout=body_timeout,
+                     max_requests=max_requests)
+    return Guard(limited, open_mode=not server.auth.required, allow_origins=allow_origins,
+                 names=host_names)
 
 
 def openapi_document() -> bytes:

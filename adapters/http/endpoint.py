@@ -57,6 +57,8 @@ class Server:
     stopping: anyio.Event | None = None
     inline_writes: bool = False
     writes: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
+    max_streams_per_token: int = 100
+    streams: dict[str, int] = field(default_factory=dict)  # open streams per caller
 
 
 class Call:

@@ -9,8 +9,8 @@ it contains (`routing_path`).
   with Retry-After, before any work is done.
 - Slow clients: the whole body must arrive within `body_timeout` seconds, else 408.
   Endpoints read the body before they touch the log, and the server is asynchronous,
-  so a trickling client holds one connection, never a worker thread. (uvicorn's
-  keep-alive timeout and `limit_concurrency` bound idle and total connections.)
+  so a trickling client holds one connection, never a worker thread. (Headers, idle
+  and total connections are bounded one layer down, in `transport`.)
 """
 
 from __future__ import annotations

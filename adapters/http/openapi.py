@@ -19,13 +19,18 @@ from convlog.http.schema import Health, Problem
 ERRORS = {
     "400": "Malformed request (not JSON, empty body, bad header)",
     "401": "Missing or unknown bearer token",
-    "403": "The token may not do this",
+    "403": "The token may not do this, or the request came from a web page (`Origin`) "
+           "not allowed with --allow-origin",
     "404": "No such conversation (or not this token's), no conversation ever recorded for "
            "the user or workspace asked about (`unknown-user`), or no such route",
-    "408": "The body did not arrive in time",
+    "408": "The request line and headers, or the body, did not arrive in time",
     "409": "Other writers kept winning the race for this conversation; retry",
     "413": "The body is too large",
+    "415": "Without a token: a body not sent as `Content-Type: application/json`",
+    "421": "Without a token: a `Host` header that is not the server's address (DNS rebinding)",
     "422": "Invalid input: `field` names the offending field",
+    "429": "Too many live streams held by this token (--max-streams-per-token)",
+    "431": "The request line and headers are too large, or there are too many headers",
     "503": "Overloaded (too many requests in flight) or the storage is unavailable: "
            "retry after Retry-After",
 }

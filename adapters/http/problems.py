@@ -40,7 +40,10 @@ TITLES = {
     410: "Gone",
     413: "Content too large",
     415: "Unsupported media type",
+    421: "Misdirected request",
     422: "Invalid input",
+    429: "Too many requests",
+    431: "Request header fields too large",
     500: "Internal server error",
     503: "Service unavailable",
 }

@@ -1,9 +1,11 @@
 """Running the application: uvicorn on a socket we bind, with the process's limits.
 
-uvicorn (with httptools and uvloop from `uvicorn[standard]`) is the server: the
-event loop serves every connection, blocking log calls run in worker threads. The
-socket is bound here, before uvicorn starts, so `--port 0` works and the line
-``convlog serve: listening on http://HOST:PORT`` names the real port.
+uvicorn (with httptools and uvloop from `uvicorn[standard]`) is the server, with our
+own connection protocol (`transport`: header timeout and limits, idle connections
+shed, every refusal a problem document): the event loop serves every connection,
+blocking log calls run in worker threads. The socket is bound here, before uvicorn
+starts, so `--port 0` works and the line ``convlog serve: listening on
+http://HOST:PORT`` names the real port.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from convlog.domain.errors import InvalidInput
 from convlog.http.app import create_app
 from convlog.http.auth import Auth, is_loopback, load_user_tokens
 from convlog.http.limits import BODY_TIMEOUT, MAX_BODY
+from convlog.http.transport import HEADER_TIMEOUT, TransportLimits, protocol_class
 
 TOKEN_VAR = "CONVLOG_TOKEN"
 
@@ -33,6 +36,13 @@ class Options:
     body_timeout: float = BODY_TIMEOUT
     max_connections: int = 1000
     keep_alive: float = 5.0
+    header_timeout: float = HEADER_TIMEOUT
+    max_streams_per_token: int | None = None  # None: a tenth of max_connections
+    allow_origins: tuple[str, ...] = ()
+
+    @property
+    def streams_per_token(self) -> int:
+        return self.max_streams_per_token or max(1, self.max_connections // 10)
 
 
 def make_auth(options: Options) -> Auth:
@@ -64,13 +74,18 @@ def serve(log: convlog.ConversationLog, options: Options) -> None:
     """Serve until SIGINT/SIGTERM."""
     auth = make_auth(options)
     app = create_app(log, auth=auth, max_body=options.max_body,
-                     body_timeout=options.body_timeout, max_requests=options.max_connections)
+                     body_timeout=options.body_timeout, max_requests=options.max_connections,
+                     max_streams_per_token=options.streams_per_token,
+                     allow_origins=options.allow_origins, host_names=(options.host,))
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, server_header=False,
-        # uvicorn's own limit answers in plain text: ours (a problem) comes first
-        limit_concurrency=2 * options.max_connections,
+        # uvicorn's own connection limit answers in plain text and counts idle sockets:
+        # the protocol sheds idle connections instead (transport.py)
+        http=protocol_class(TransportLimits(header_timeout=options.header_timeout,
+                                            max_open=2 * options.max_connections)),
+        ws="none", limit_concurrency=None,
         timeout_keep_alive=int(options.keep_alive),
         timeout_graceful_shutdown=3, lifespan="on")
     host = f"[{options.host}]" if ":" in options.host else options.host

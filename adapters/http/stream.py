@@ -10,6 +10,11 @@ interval, `events(after=N)`): it works the same on SQLite, which has no
 notifications, and across server processes on PostgreSQL. A comment line every
 `ping_interval` keeps proxies from closing an idle stream. The stream ends when the
 client goes away or the server stops.
+
+Each caller (a token; with no token, everyone is one caller) may hold at most
+`max_streams_per_token` streams at once; one more is a 429. Streams count among the
+requests in flight (`--max-connections`), so without this one token could hold every
+slot and lock everyone else out.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from collections.abc import AsyncIterator
 
 import anyio
 from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from convlog.domain.errors import InvalidInput, UnknownConversation
-from convlog.http.endpoint import Call, Endpoint, Param, encode
+from convlog.http.endpoint import Call, Endpoint, Param, Server, encode
+from convlog.http.problems import ProblemError
 from convlog.http.schema import EventOut
 
 PAGE = 500
@@ -36,6 +43,34 @@ def _start(call: Call) -> int:
                                field="Last-Event-ID")
         return int(header)
     return query or 0
+
+
+class CountedStream(StreamingResponse):
+    """A stream that holds one of its caller's slots for as long as it is served."""
+
+    def __init__(self, server: Server, caller: str, *args: object, **kwargs: object):
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.server = server
+        self.caller = caller
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            left = self.server.streams[self.caller] - 1
+            if left:
+                self.server.streams[self.caller] = left
+            else:
+                del self.server.streams[self.caller]
+
+
+def _take_slot(server: Server, caller: str) -> None:
+    held = server.streams.get(caller, 0)
+    if held >= server.max_streams_per_token:
+        raise ProblemError(429, "too-many-streams", f"this token already holds {held} "
+                           "streams (the most one token may hold)",
+                           headers={"Retry-After": "1"})
+    server.streams[caller] = held + 1
 
 
 async def follow(call: Call) -> StreamingResponse:
@@ -68,9 +103,10 @@ async def follow(call: Call) -> StreamingResponse:
                 else:
                     await anyio.sleep(server.poll_interval)
 
-    return StreamingResponse(events(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store",
-                                      "X-Accel-Buffering": "no"})
+    caller = call.principal.user or ""
+    _take_slot(server, caller)  # from here, the response's __call__ gives it back
+    return CountedStream(server, caller, events(), media_type="text/event-stream",
+                         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
 ENDPOINTS = [

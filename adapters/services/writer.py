@@ -116,8 +116,10 @@ class Writer:
             return [msgspec.structs.replace(c, known_ids=known)
                     if isinstance(c, AppendMessages) else c for c in commands]
 
-        with self.lock:
-            return self.store.execute(cid, key, with_known_ids, origins)
+        # The write slot is held by each attempt, not across a conflict's reload and
+        # back-off (ConversationStore.execute): a race on one conversation never
+        # stalls this process's other writes.
+        return self.store.execute(cid, key, with_known_ids, origins, slot=self.lock)
 
 
 def _recounted(command: RecordFact) -> RecordFact:

@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
@@ -38,6 +39,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONFLICT_TIMEOUT = 30.0
 """How long a write keeps retrying while other writers win the same conversation."""
 MESSAGE_TOPICS = all_topics(MessageAppended)
+QUIET_READS = 8
+"""A conversation seen written by another process is read fresh before each write
+until this many reads in a row found nothing new (`ConversationStore.execute`)."""
 
 
 class IndexedRecorder(Protocol):
@@ -118,6 +122,9 @@ class ConversationStore(Application[UUID]):
         super().__init__(env)
         self.where = where
         self._cache: OrderedDict[UUID, Conversation] = OrderedDict()
+        self._shared: OrderedDict[UUID, int] = OrderedDict()
+        """Conversations other processes write too (seen conflicting): -> how many
+        reads in a row found nothing new (`_note_shared`)."""
         self._cache_lock = threading.Lock()
         try:
             self.keyring = Keyring.open(self.keys, master_key, where, public_only)
@@ -198,6 +205,25 @@ class ConversationStore(Application[UUID]):
             while len(self._cache) > self.CACHE_SIZE:
                 self._cache.popitem(last=False)
 
+    def _is_shared(self, conversation: UUID) -> bool:
+        with self._cache_lock:
+            return conversation in self._shared
+
+    def _note_shared(self, conversation: UUID, *, conflicted: bool = False,
+                     changed: bool = False) -> None:
+        """A conflict marks a conversation shared; a fresh read before a write that
+        found nothing new counts towards unmarking it (`QUIET_READS` in a row)."""
+        with self._cache_lock:
+            if conflicted or changed:
+                self._shared[conversation] = 0
+                self._shared.move_to_end(conversation)
+                while len(self._shared) > self.CACHE_SIZE:
+                    self._shared.popitem(last=False)
+            elif conversation in self._shared:
+                self._shared[conversation] += 1
+                if self._shared[conversation] >= QUIET_READS:
+                    del self._shared[conversation]
+
     @storage_errors
     def load(self, conversation: UUID, key: str, *, fresh: bool = True) -> Conversation:
         """The state of a conversation (an unstarted one when nothing is recorded).
@@ -260,38 +286,63 @@ class ConversationStore(Application[UUID]):
         key: str,
         commands: Callable[[Conversation, bool], Sequence[Command]],
         origins: Sequence[str] | None = None,
+        slot: AbstractContextManager[object] | None = None,
     ) -> tuple[Conversation, list[Recorded]]:
         """Decide `commands(state, fresh)` and save the events in ONE transaction.
 
         `commands` is called again on every attempt; `fresh` tells it the state was
         just read from the store (after a conflict), which is when it should look up
         which message ids are already known. Returns the new state and what was saved.
+
+        `slot` (the process's write slot) is held by each attempt (decide and insert),
+        never between attempts: after a conflict the tail is reloaded and any back-off
+        slept outside it, so one conversation's race never stalls the process's other
+        writes (issue 33). A conflict from stale state is retried at once; only a
+        conflict on freshly read state (a real race) backs off.
         """
+        slot = slot if slot is not None else contextlib.nullcontext()
         fresh = False
         deadline = time.monotonic() + CONFLICT_TIMEOUT
         attempt = 0
+        if self._is_shared(conversation):
+            # Other processes write it too (no sticky routing): the cached state is
+            # likely stale, so read the tail first (one indexed query) rather than
+            # pay a failed insert, a reload and an id lookup. Still optimistic about
+            # ids: a known one conflicts on the index, and the retry looks ids up.
+            cached = self._cached(conversation)
+            read = self.load(conversation, key, fresh=True)
+            self._note_shared(conversation, changed=cached is None
+                              or read.version != cached.version)
         while True:
             attempt += 1
-            state = self.load(conversation, key, fresh=fresh)
-            now = datetime.now(UTC)
-            events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
-            if not events:
-                if fresh:
+            if fresh:  # the reload after a conflict: outside the slot
+                self.load(conversation, key, fresh=True)
+            conflicted = False
+            with slot:
+                state = self.load(conversation, key, fresh=False)
+                now = datetime.now(UTC)
+                events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
+                if events:
+                    try:
+                        return self._save(conversation, state, events, after)
+                    except IntegrityError:
+                        conflicted = True
+                elif fresh:
                     return state, []
+            if not events:
                 fresh = True  # "nothing to do" may come from a stale state: check
                 continue
-            try:
-                return self._save(conversation, state, events, after)
-            except IntegrityError:
-                if time.monotonic() > deadline:
-                    raise ConcurrencyError(
-                        f"conversation {key!r}: other writers kept winning for "
-                        f"{CONFLICT_TIMEOUT:g}s ({attempt} attempts); nothing was written"
-                    ) from None
-                if fresh:  # a real race: exponential backoff with full jitter, so the
-                    # writers of one busy conversation spread out instead of colliding
-                    time.sleep(random.uniform(0, min(0.1, 0.001 * 2 ** min(attempt, 7))))
-                fresh = True
+            if conflicted and not fresh:
+                self._note_shared(conversation, conflicted=True)
+            if time.monotonic() > deadline:
+                raise ConcurrencyError(
+                    f"conversation {key!r}: other writers kept winning for "
+                    f"{CONFLICT_TIMEOUT:g}s ({attempt} attempts); nothing was written"
+                ) from None
+            if fresh:  # a real race: exponential backoff with full jitter, so the
+                # writers of one busy conversation spread out instead of colliding
+                time.sleep(random.uniform(0, min(0.1, 0.001 * 2 ** min(attempt, 7))))
+            fresh = True
 
     def _save(
         self, conversation: UUID, state: Conversation, events: list[Event],

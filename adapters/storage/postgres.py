@@ -2,22 +2,24 @@
 
 Selected with ``PERSISTENCE_MODULE=convlog.storage.postgres:Factory`` (done by
 `convlog.storage.urls` for ``postgresql://`` URLs). Same shape as convlog.storage.sqlite: a
-``convlog_message_ids`` table written in the SAME transaction as the events (right
-after them, inside eventsourcing's pipelined transaction), so a
+``convlog_message_ids`` table written in the SAME transaction as the events, so a
 retried turn is a no-op however many hosts write; and `select_raw` for the views.
 
-Writers: eventsourcing locks the events table per insert (EXCLUSIVE mode) so that
-notification ids become visible in order; a views catch-up reading ``> position``
-therefore never skips a late commit. A unique violation (a stale version, a known
-message id) is always an IntegrityError, a conflict the store answers at once by
-reloading the tail (`insert_events`). Connection errors are retried by eventsourcing
-(10 attempts, 0.2 s apart); a commit whose acknowledgement was lost is retried as a
-conflict, and convlog then finds the turn's message ids already recorded: the turn
-is not written twice.
+Writers: a batch is one call of the server-side function ``convlog_append_v1``
+(autocommit): the message ids, then an EXCLUSIVE lock on the events table (so that
+notification ids become visible in order: a views catch-up reading ``> position``
+never skips a late commit), the NOTIFY and the events. The lock is therefore held for
+the server's own work only, never across a round trip to the client. A unique
+violation (a stale version, a known message id) is always an IntegrityError, a
+conflict the store answers at once by reloading the tail. Connection errors are
+retried (10 attempts, 0.2 s apart); a retry first reads back whether the failed
+attempt committed (its acknowledgement lost), so the write reports what it stored
+(`appended`), and a host that retries the same turn never writes it twice.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -35,12 +37,18 @@ from eventsourcing.postgres import (
     PostgresApplicationRecorder,
     PostgresFactory,
 )
-from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
 from convlog.storage.errors import StorageError
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
+from convlog.storage.postgres_pool import bound_outages
 
+APPEND_FUNCTION = "convlog_append_v1"
+"""The server-side insert of a batch (`PostgresConvlogRecorder._append_function`);
+a new version gets a new name, so hosts of both versions can share a database."""
+INSERT_ATTEMPTS = 10
+RETRY_WAIT = 0.2
+"""A write's attempts on connection errors, and the pause between them."""
 _DDL_LOCK = 0x636F6E766C6F67  # "convlog": one advisory lock key for schema creation
 
 
@@ -91,6 +99,9 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
         self._select_identity = SQL("SELECT value FROM {schema}.{store} WHERE name = 'id'"
                                     ).format(schema=schema, store=store)
         self._identity: str | None = None
+        self.sql_create_statements.append(self._append_function(schema, index))
+        self._append = SQL("SELECT {schema}.{function}(%s, %s, %s)").format(
+            schema=schema, function=Identifier(APPEND_FUNCTION))
         self._insert_ids = SQL("INSERT INTO {schema}.{index} VALUES (%s, %s)").format(
             schema=schema, index=index)
         self._select_ids = SQL(
@@ -101,56 +112,93 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable):
             "FROM {schema}.{table} WHERE notification_id > %s "
             "ORDER BY notification_id LIMIT %s").format(
                 schema=schema, table=Identifier(self.events_table_name))
+        self._select_state = SQL(
+            "SELECT state FROM {schema}.{table} "
+            "WHERE originator_id = %s AND originator_version = %s").format(
+                schema=schema, table=Identifier(self.events_table_name))
         self._select_tail = SQL(
             "SELECT originator_version, topic, state FROM {schema}.{table} "
             "WHERE originator_id = %s AND topic = ANY(%s) "
             "ORDER BY originator_version DESC LIMIT %s").format(
                 schema=schema, table=Identifier(self.events_table_name))
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any
                       ) -> Sequence[int] | None:
-        """eventsourcing's pipelined insert, with a conflict always reported as one.
+        """Insert a batch of events (and its message ids) in ONE statement, committed
+        by the server on its own: `convlog_append_v1` (see `_append_function`).
 
-        A unique violation (a stale version, a known message id) is seen at the
-        pipeline's sync; eventsourcing swallowed it there and raised it after the
-        transaction's exit, which then sometimes failed first with PipelineAborted: a
-        connection error to eventsourcing, so the same stale insert was retried after
-        0.2 s sleeps, up to 10 times (issue 33). Here the conflict rolls the
-        transaction back and is raised as IntegrityError whatever the exit reports:
-        the caller reloads the tail and retries at once."""
+        eventsourcing's pipelined insert held the events-table lock across round
+        trips (LOCK..INSERT, sync, then COMMIT): a transaction idle while its client
+        waited for CPU blocked every other writer (issue 33). A unique violation (a
+        stale version, a known message id) is an IntegrityError: the caller reloads
+        the tail and retries at once, never a connection-error retry.
+
+        A connection error is retried (`INSERT_ATTEMPTS`, `RETRY_WAIT` apart). The
+        failed attempt may have committed with only its acknowledgement lost: each
+        retry first reads the batch's first event back (same stream, version and
+        stored bytes: this call's own) and, when it is there, returns as stored.
+        Without that, the retry conflicted on its own rows and the turn was reported
+        as already recorded (`appended=[]`) although this very call stored it."""
         if not stored_events:
             return None
-        conflict: psycopg.IntegrityError | None = None
-        try:
-            with self.datastore.get_connection() as conn, conn.pipeline() as pipeline, \
-                    conn.transaction(), conn.cursor() as curs:
-                try:
-                    self._insert_stored_events(curs, stored_events, **kwargs)
-                    pipeline.sync()
-                except psycopg.IntegrityError as exc:
-                    conflict = exc
+        for attempt in range(1, INSERT_ATTEMPTS + 1):
+            try:
+                if attempt > 1 and self._stored(stored_events[0]):
+                    return None  # committed by the attempt whose answer was lost
+                self._insert_once(stored_events, kwargs.get("message_ids"))
+                return None
+            except (InterfaceError, OperationalError):
+                if attempt == INSERT_ATTEMPTS:
                     raise
-        except (IntegrityError, InterfaceError, OperationalError) as exc:
-            if conflict is not None:
-                raise IntegrityError(str(conflict)) from conflict
-            raise exc
+                time.sleep(RETRY_WAIT)
         return None
 
-    def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent],
-                              **kwargs: Any) -> None:
-        # After the events, inside the block whose pipeline sync reports the FIRST
-        # failed statement: a known message id then raises IntegrityError (a retry
-        # that convlog resolves). From eventsourcing's earlier `_insert_events` hook,
-        # the next command could be sent before the error arrived and fail instead
-        # with PipelineAborted, an OperationalError that was retried 10 times and
-        # then reported as a storage failure (a flaky test found it).
-        super()._insert_stored_events(curs, stored_events, **kwargs)
-        message_ids: tuple[UUID, Sequence[str]] | None = kwargs.get("message_ids")
-        if message_ids:  # own cursor: `curs` holds the RETURNING ids eventsourcing reads
-            conversation, new_ids = message_ids
-            with curs.connection.cursor() as ids:
-                ids.executemany(self._insert_ids, [(conversation, m) for m in new_ids])
+    def _insert_once(self, stored_events: Sequence[StoredEvent],
+                     message_ids: tuple[UUID, Sequence[str]] | None) -> None:
+        conversation, new_ids = message_ids if message_ids else (None, None)
+        events = [self.construct_pg_stored_event(e.originator_id, e.originator_version,
+                                                 e.topic, e.state) for e in stored_events]
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            try:
+                curs.execute(self._append, (events, conversation,
+                                            list(new_ids) if new_ids else None),
+                             prepare=True)
+            except psycopg.IntegrityError as exc:
+                raise IntegrityError(str(exc)) from exc
+
+    def _stored(self, event: StoredEvent) -> bool:
+        """Whether `event` itself (not merely one at its version) is stored."""
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(self._select_state, (event.originator_id, event.originator_version))
+            row = curs.fetchone()
+        return row is not None and bytes(row["state"]) == bytes(event.state)
+
+    def _append_function(self, schema: Identifier, index: Identifier) -> Any:
+        """The server-side insert. Its message ids first (a known id conflicts before
+        any lock is taken), then the EXCLUSIVE lock on the events table, the NOTIFY
+        and the events: run as one autocommit statement, the lock is taken and
+        released inside the server's own work. The lock stays because the views'
+        catch-up reads ``notification_id > position``: ids must become visible in
+        order (commits in id order); without it, a reader could pass over an id whose
+        transaction commits later."""
+        return SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.{function}("
+            "events {schema}.{event}[], conversation uuid, message_ids text[]) "
+            "RETURNS void LANGUAGE plpgsql AS $BODY$ BEGIN "
+            "SET LOCAL lock_timeout = '{lock_timeout}s'; "
+            "IF message_ids IS NOT NULL THEN "
+            "INSERT INTO {schema}.{index} SELECT conversation, unnest(message_ids); "
+            "END IF; "
+            "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
+            "NOTIFY {channel}; "
+            "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state) "
+            "SELECT originator_id, originator_version, topic, state FROM unnest(events); "
+            "END; $BODY$").format(
+                schema=schema, function=Identifier(APPEND_FUNCTION), index=index,
+                event=Identifier(self.stored_event_type_name),
+                lock_timeout=self.datastore.lock_timeout,
+                table=Identifier(self.events_table_name),
+                channel=Identifier(self.channel_name))
 
     def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]:
         with self.datastore.transaction(commit=False) as curs:
@@ -209,6 +257,10 @@ def _hex(value: UUID | str) -> str:
 class Factory(PostgresFactory):
     application_recorder_class = PostgresConvlogRecorder
     aggregate_recorder_class = PostgresSnapshotRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        bound_outages(self.datastore)  # 503 at once in an outage, resume at once after
 
     def application_recorder(self) -> ApplicationRecorder:
         recorder = PostgresConvlogRecorder(self.datastore)

@@ -11,7 +11,8 @@ Accepted forms::
 SQLite query options: ``synchronous=normal|full`` (see convlog.storage.sqlite) and
 ``timeout=SECONDS`` (how long a writer waits for another process's lock, default 5).
 PostgreSQL query options: ``pool_size`` (default 5), ``max_overflow`` (10),
-``connect_timeout`` (seconds, 30), ``lock_timeout`` (seconds a writer waits for the
+``connect_timeout`` (seconds a request waits for a connection before the
+database counts as unavailable, 2), ``lock_timeout`` (seconds a writer waits for the
 table lock, 0 = no limit), ``schema`` (default: the user's search path), and
 ``views`` (the DuckDB file of read models, default ``./convlog-pg-<id>.duckdb``).
 The default URL is ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``.
@@ -29,6 +30,9 @@ from convlog.storage.errors import StorageError, UnsupportedURL
 
 DEFAULT_URL = "sqlite:///./convlog.db"
 ENV_VAR = "CONVLOG_URL"
+POOL_TIMEOUT = 2
+"""PostgreSQL: seconds a request waits for a connection by default (`connect_timeout`);
+past it the database counts as unavailable (convlog.storage.postgres_pool)."""
 SQLITE_OPTIONS = {"synchronous": ("off", "normal", "full", "extra"), "timeout": None}
 POSTGRES_OPTIONS = {
     "pool_size": "POSTGRES_POOL_SIZE",
@@ -89,6 +93,7 @@ class StorageConfig:
             "POSTGRES_USER": unquote(parts.username or os.environ.get("USER", "postgres")),
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
         }
+        env["POSTGRES_CONNECT_TIMEOUT"] = str(POOL_TIMEOUT)
         for key, name in POSTGRES_OPTIONS.items():
             if key in self.options:
                 env[name] = self.options[key]

@@ -98,8 +98,10 @@ def test_idempotency_key_derives_ids_and_replays_answers(http: httpx.Client) -> 
 
 def test_errors_are_problems_naming_the_field(http: httpx.Client) -> None:
     url = "/v1/conversations/k/turns"
-    assert problem(http.post(url, content=b"{not json"), 400)["type"].endswith("malformed-json")
-    problem(http.post(url, content=b""), 400)
+    typed = {"Content-Type": "application/json"}  # untyped bodies: 415 without a token
+    assert problem(http.post(url, content=b"{not json", headers=typed),
+                   400)["type"].endswith("malformed-json")
+    problem(http.post(url, content=b"", headers=typed), 400)
     assert problem(http.post(url, json={"messages": [{"role": "system", "content": "x"}]}),
                    422)["field"] == "messages[0].role"
     assert problem(http.post(url, json={"messages": [{"role": "user", "content": 3}]}),

@@ -1,5 +1,6 @@
 """Many writer processes, a follower that keeps the views current, and a PostgreSQL
-restart in the middle of a write loop, all against the real databases."""
+restart in the middle of a write loop (on a private cluster, tests.pgcluster), all
+against the real databases."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 import convlog
+from tests.pgcluster import PrivateCluster
 
 WRITER = textwrap.dedent("""
     import sys, time, convlog
@@ -138,25 +140,21 @@ def test_views_follow_keeps_up_stops_cleanly_and_resumes(
     assert follower.returncode == 0
 
 
-def restart_postgres() -> None:
-    version = sorted(os.listdir("/etc/postgresql"))[-1]
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
-                   check=True, capture_output=True, timeout=120)
-
-
-def test_writes_resume_after_a_postgres_restart(pg_url: str, tmp_path: Path) -> None:
-    turns = 60
-    writer = start_writer(pg_url, 0, turns, "shared", tmp_path / "v.duckdb")
+def test_writes_resume_after_a_postgres_restart(private_pg: PrivateCluster,
+                                                 tmp_path: Path) -> None:
+    """On a private cluster: restarting the shared one broke every test running."""
+    url, turns = private_pg.url(), 60
+    writer = start_writer(url, 0, turns, "shared", tmp_path / "v.duckdb")
     assert writer.stdout is not None
     acked = []
     for line in writer.stdout:
         acked.append(int(line.split()[1]))
         if len(acked) == 15:
-            restart_postgres()  # mid-loop: some turns are in flight
+            private_pg.restart()  # mid-loop: some turns are in flight
         if len(acked) == turns:
             break
     _, err = writer.communicate(timeout=180)
     assert writer.returncode == 0, err
     assert acked == list(range(turns))
-    with convlog.open(pg_url, views=str(tmp_path / "v.duckdb")) as log:
+    with convlog.open(url, views=str(tmp_path / "v.duckdb")) as log:
         check_turns(log, ["shared"], turns * 3)  # every acknowledged turn, exactly once

@@ -23,20 +23,21 @@ WORKERS = 6
 
 
 class WriteProbe:
-    """Wraps the store's one write method (our own port): notes, for every write,
-    whether the calling thread held the log's write lock."""
+    """Wraps the store's one insert (our own port): notes, for every write, whether
+    the calling thread held the log's write lock. (The lock is held by each attempt
+    of a write, not across a conflict's reload: ConversationStore.execute.)"""
 
     def __init__(self, log: convlog.ConversationLog):
         self.held: list[bool] = []
         store: Any = log.store
-        write = store.execute
+        write = store._save
         lock: Any = log.write_lock
 
-        def execute(*args: Any, **kwargs: Any) -> Any:
+        def save(*args: Any, **kwargs: Any) -> Any:
             self.held.append(bool(lock._is_owned()))
             return write(*args, **kwargs)
 
-        store.execute = execute
+        store._save = save
 
 
 @pytest.fixture

@@ -43,3 +43,30 @@ def test_alternating_logs_store_every_turn_once_in_order(pg_url: str) -> None:
             result = (a if i % 2 else b).append_turn("s", [convlog.user(f"{i}", id=f"m{i}")])
             assert result.appended == [f"m{i}"]  # stored by this very call
         assert [m.message_id for m in a.messages("s")] == [f"m{i}" for i in range(40)]
+
+
+def test_a_conversation_written_by_several_hosts_is_read_fresh_not_conflicted(
+        pg_url: str) -> None:
+    """Without sticky routing every turn reaches a host whose cached state is stale:
+    deciding on it blind costs a failed insert, a reload, an id lookup and a second
+    insert. A conversation seen conflicting is read fresh (one indexed query) before
+    the decision instead, so the insert does not conflict again."""
+    conflicts = 0
+    with convlog.open(pg_url) as a, convlog.open(pg_url) as b:
+        for log in (a, b):
+            recorder: Any = log.store.recorder
+            insert = recorder.insert_events
+
+            def counted(events: Any, _insert: Any = insert, **kwargs: Any) -> Any:
+                nonlocal conflicts
+                try:
+                    return _insert(events, **kwargs)
+                except IntegrityError:
+                    conflicts += 1
+                    raise
+
+            recorder.insert_events = counted
+        for i in range(30):
+            result = (a if i % 2 else b).append_turn("s", [convlog.user(f"{i}", id=f"m{i}")])
+            assert result.appended == [f"m{i}"]
+    assert conflicts <= 2, conflicts  # the first stale write of each host only

@@ -1,0 +1,209 @@
+"""The connection layer: uvicorn's httptools protocol, with the limits it lacks.
+
+uvicorn bounds neither how long a client may take to send its headers nor how large
+they may be (httptools buffers a header value whole), and its `limit_concurrency`
+answers every request past the limit with a plain-text 503, `/health` included, as
+long as idle sockets hold the slots. So this protocol adds, per connection:
+
+- a header-read timeout: the request line and headers must arrive within
+  `header_timeout` seconds of the connection opening (or of the previous answer on a
+  kept-alive connection), however slowly they trickle, else 408;
+- header limits: more than `max_header_bytes` of request line and headers, or more
+  than `max_headers` header lines, is a 431;
+
+and, across the server, a cap on open connections where an idle one (no request in
+progress: headers not finished, or kept alive between requests) is closed to make
+room, oldest first, so idle sockets can never starve a client with a real request.
+Only when every open connection is busy is the new one refused (503).
+
+Every refusal written here is a problem document, like the application's own, and so
+is httptools' "invalid request" (uvicorn's is plain text). After a refusal the
+connection is half-closed and what the client still sends is read and dropped for a
+moment (a "lingering close"), so the client reads the answer instead of a reset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from convlog.http.problems import PROBLEM_TYPE, TITLES
+from convlog.http.schema import Problem
+
+HEADER_TIMEOUT = 10.0
+MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADERS = 100
+LINGER = 2.0
+
+
+@dataclass(frozen=True)
+class TransportLimits:
+    header_timeout: float = HEADER_TIMEOUT
+    max_header_bytes: int = MAX_HEADER_BYTES
+    max_headers: int = MAX_HEADERS
+    max_open: int = 2000
+
+
+@dataclass
+class Connections:
+    """The server-wide view: which connections are idle, oldest first."""
+
+    limits: TransportLimits
+    idle: OrderedDict[ConvlogProtocol, None] = field(default_factory=OrderedDict)
+    shed: int = 0
+
+
+class _TooManyHeaders(Exception):
+    pass
+
+
+def raw_problem(status: int, slug: str, detail: str) -> bytes:
+    """A whole HTTP/1.1 response carrying a problem document, closing the connection."""
+    body = msgspec.json.encode(Problem(type=f"urn:convlog:problem:{slug}",
+                                       title=TITLES.get(status, "Error"), status=status,
+                                       detail=detail))
+    phrase = http.HTTPStatus(status).phrase
+    head = (f"HTTP/1.1 {status} {phrase}\r\ncontent-type: {PROBLEM_TYPE}\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n")
+    if status == 503:
+        head += "retry-after: 1\r\n"
+    return head.encode("ascii") + b"\r\n" + body
+
+
+class ConvlogProtocol(HttpToolsProtocol):
+    """One connection. `connections` is set on the subclass `protocol_class` makes."""
+
+    connections_state: Connections
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.state = self.connections_state
+        self.in_headers = True  # waiting for (the rest of) a request's headers
+        self.header_bytes = 0
+        self.header_count = 0
+        self.served = 0  # requests answered on this connection
+        self.refused = False
+        self.header_timer: asyncio.TimerHandle | None = None
+
+    # ------------------------------------------------------------ life cycle
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._wait_for_headers()
+        if len(self.connections) > self.state.limits.max_open and not self._shed_one():
+            self.refuse(503, "overloaded", f"{len(self.connections) - 1} connections are open "
+                        "and none of them is idle")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_timer()
+        self.state.idle.pop(self, None)
+        super().connection_lost(exc)
+
+    def _wait_for_headers(self) -> None:
+        self.in_headers = True
+        self.header_bytes = self.header_count = 0
+        self.state.idle[self] = None
+        self.state.idle.move_to_end(self)
+        self._cancel_header_timer()
+        self.header_timer = self.loop.call_later(self.state.limits.header_timeout,
+                                                 self._header_timeout)
+
+    def _cancel_header_timer(self) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _header_timeout(self) -> None:
+        self.header_timer = None
+        if self.in_headers and not self.refused and not self.transport.is_closing():
+            self.refuse(408, "request-timeout", "the request line and headers did not "
+                        f"arrive within {self.state.limits.header_timeout:g}s")
+
+    def _shed_one(self) -> bool:
+        """Close the oldest idle connection (not this one); False if none is idle."""
+        for victim in self.state.idle:
+            if victim is not self:
+                break
+        else:
+            return False
+        self.state.shed += 1
+        if victim.served and victim.header_bytes == 0:  # kept alive between requests
+            victim.state.idle.pop(victim, None)
+            victim.transport.close()
+        else:
+            victim.refuse(408, "request-timeout", "closed to make room: no complete request "
+                          f"while {len(self.connections)} connections were open")
+        return True
+
+    # -------------------------------------------------------------- parsing
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return  # lingering after a refusal: read and drop
+        if self.in_headers:
+            self.header_bytes += len(data)
+        super().data_received(data)
+        if (self.in_headers and not self.refused
+                and self.header_bytes > self.state.limits.max_header_bytes):
+            self.refuse(431, "headers-too-large", "the request line and headers are larger "
+                        f"than {self.state.limits.max_header_bytes} bytes")
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.in_headers = True
+        self.header_count = 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.header_count += 1
+        if self.header_count > self.state.limits.max_headers:
+            raise _TooManyHeaders
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self.in_headers = False
+        self.header_bytes = 0
+        self._cancel_header_timer()
+        self.state.idle.pop(self, None)
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        self.served += 1
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self.pipeline and not self.refused:
+            self._wait_for_headers()
+
+    def send_400_response(self, msg: str) -> None:
+        if self.header_count > self.state.limits.max_headers:
+            self.refuse(431, "headers-too-large",
+                        f"more than {self.state.limits.max_headers} header lines")
+        else:
+            self.refuse(400, "malformed-request", "not a valid HTTP/1.1 request")
+
+    # -------------------------------------------------------------- refusal
+
+    def refuse(self, status: int, slug: str, detail: str) -> None:
+        """Answer with a problem and close, after draining what the client still sends."""
+        if self.refused or self.transport.is_closing():
+            return
+        self.refused = True
+        self._cancel_header_timer()
+        self.state.idle.pop(self, None)
+        self.transport.write(raw_problem(status, slug, detail))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.flow.resume_reading()
+            self.loop.call_later(LINGER, self.transport.close)
+        else:
+            self.transport.close()
+
+
+def protocol_class(limits: TransportLimits) -> type[ConvlogProtocol]:
+    """A protocol class for one server (uvicorn instantiates it per connection)."""
+    return type("ConvlogServerProtocol", (ConvlogProtocol,),
+                {"connections_state": Connections(limits)})
