@@ -74,6 +74,9 @@ class Lost(msgspec.Struct, frozen=True):
         return lost_text(self.cause, self.name)
 
 
+_EMPTY: frozenset[str] = frozenset()
+
+
 class Keep(msgspec.Struct, frozen=True):
     """Input item `index`, without the results named in `drop` (left out: no call)."""
 
@@ -153,7 +156,7 @@ def pair(items: Sequence[Tools], *, causes: Mapping[str, Cause] | None = None,
                 close()       # other calls' results go before it, and its text ends
                 pending.update(mine)  # the exchange
         dropped = frozenset(r for r in item.results
-                            if r in answered or (r not in pending))
+                            if r in answered or (r not in pending)) if item.results else _EMPTY
         for r in item.results:
             if r in dropped:
                 cause: Cause = ("duplicate" if r in answered else

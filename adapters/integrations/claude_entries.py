@@ -14,15 +14,18 @@ contexts skip.
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from convlog.domain.content import AnyPart, Usage
 from convlog.domain.errors import InvalidInput
+from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
+from convlog.projections.pairing import Keep, Lost, message_tools, pair
 from convlog.services.anthropic_blocks import Block, to_part
 
 _blocks = msgspec.json.Decoder(Block)
@@ -74,3 +77,56 @@ def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None =
                    model=body.get("model") if isinstance(body.get("model"), str) else None,
                    usage=_usage(body.get("usage")),
                    response_id=body.get("id") if isinstance(body.get("id"), str) else None)
+
+
+def paired_entries(messages: Sequence[MessageAppended]) -> list[dict[str, Any]]:
+    """The stored entries for the SDK to resume from, tool_use and tool_result in
+    pairs (issue 28; the rule is convlog.projections.pairing). A tool_use without
+    result gets a synthetic user entry answering it (chained after its call, and the
+    call's next entry re-chained after it); a tool_result without tool_use is taken
+    out of its entry (an entry left empty is dropped, its children re-chained to its
+    parent). A well-paired transcript comes back exactly as appended."""
+    kept = [m for m in messages if m.raw is not None]
+    plan = pair([message_tools(m) for m in kept])
+    redirect: dict[str, Any] = {}  # uuid -> the uuid its children now hang from
+    out: list[dict[str, Any]] = []
+    shown = {s.index for s in plan.steps if isinstance(s, Keep)}
+    for i, m in enumerate(kept):  # fully dropped entries: children go to their parent
+        if i not in shown and isinstance(m.raw, dict) and isinstance(m.raw.get("uuid"), str):
+            redirect[m.raw["uuid"]] = m.raw.get("parentUuid")
+    last: dict[str, Any] | None = None
+    for step in plan.steps:
+        if isinstance(step, Lost):
+            base = last or {}
+            made = {"type": "user", "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                                           f"convlog-lost:{step.call_id}")),
+                    "parentUuid": base.get("uuid"), "sessionId": base.get("sessionId"),
+                    "timestamp": base.get("timestamp"), "isSidechain":
+                    base.get("isSidechain", False), "isMeta": False,
+                    "message": {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": step.call_id,
+                         "content": step.text, "is_error": True}]}}
+            if isinstance(base.get("uuid"), str):
+                redirect[base["uuid"]] = made["uuid"]
+            out.append(made)
+            last = made
+            continue
+        raw: dict[str, Any] = kept[step.index].raw or {}
+        entry = dict(raw)
+        if step.drop:
+            body = dict(entry.get("message") or {})
+            body["content"] = [b for b in body.get("content") or ()
+                               if not (isinstance(b, Mapping) and b.get("type") == "tool_result"
+                                       and b.get("tool_use_id") in step.drop)]
+            entry["message"] = body
+        parent = entry.get("parentUuid")
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent in redirect and parent not in seen:
+            seen.add(parent)
+            parent = redirect[parent]
+        if parent != entry.get("parentUuid"):
+            entry["parentUuid"] = parent
+        out.append(entry if step.drop or parent != raw.get("parentUuid") else raw)
+        if isinstance(entry.get("uuid"), str):
+            last = entry
+    return out

@@ -36,6 +36,7 @@ class Source(msgspec.Struct):
     media_type: str | None = None
     data: msgspec.Raw = msgspec.Raw()
     url: str | None = None
+    file_id: str | None = None
 
 
 class Inner(msgspec.Struct):
@@ -99,9 +100,12 @@ def _result_text(block: Block) -> str:
 
 
 def image(source: Source) -> ImagePart:
-    """A reference to an image: its URL, or the SHA-256 and size of inline data."""
+    """A reference to an image: its URL, its file id, or the SHA-256 and size of
+    inline data."""
     if source.url:
         return ImagePart(ref=source.url, media_type=source.media_type)
+    if source.file_id:  # the Files API: the id is the reference
+        return ImagePart(ref=source.file_id, media_type=source.media_type)
     try:
         data = base64.b64decode(bytes(source.data).strip(b'"'), validate=True)
     except (binascii.Error, ValueError):

@@ -52,3 +52,9 @@ def test_the_store_never_refuses_an_entry_for_a_bad_block() -> None:
     content = to_message(entry, "u2").content
     assert isinstance(content, list)
     assert [getattr(p, "text", None) for p in content][-1] == "still here"
+
+
+def test_a_file_image_is_referenced_by_its_file_id() -> None:
+    entry = {"type": "user", "message": {"role": "user", "content": [
+        {"type": "image", "source": {"type": "file", "file_id": "file_011"}}]}}
+    assert to_message(entry, "u3").content == [ImagePart(ref="file_011")]
