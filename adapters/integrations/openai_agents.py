@@ -33,6 +33,7 @@ from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import UnknownConversation
 from convlog.integrations.extras import require
 from convlog.integrations.openai_items import from_message, to_message
+from convlog.services.items import RawItem
 
 require("openai-agents", "agents", "convlog.integrations.openai_agents")
 
@@ -136,11 +137,21 @@ class ConvlogSession:
     # ------------------------------------------------------------------ helpers
 
     def _get_items(self, last: int | None) -> list[TResponseInputItem]:
+        """Fetch the live items (the read path), then apply list-level rules to the
+        whole list (one place, after decoding: each item is the SDK's own dict, with
+        its `type` and `call_id`)."""
+        return self._fetch_items(last)
+
+    def _fetch_items(self, last: int | None) -> list[TResponseInputItem]:
+        """The live items as the SDK added them: messages that keep the SDK's item are
+        read as id + item only (`ConversationLog.live_items`, issue 30); others are
+        decoded whole and turned into the nearest item."""
         try:
-            messages = self.log.live_messages(self.key, last=last)
+            found = self.log.live_items(self.key, last=last)
         except UnknownConversation:
             return []
-        return [from_message(m) for m in messages]  # type: ignore[misc]
+        return [m.raw if isinstance(m, RawItem) and m.raw is not None  # type: ignore[misc]
+                else from_message(m) for m in found]  # type: ignore[arg-type]
 
     def _add_items(self, items: Sequence[TResponseInputItem],
                    usage: convlog.Usage | None) -> None:
