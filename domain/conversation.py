@@ -108,6 +108,9 @@ class Conversation(msgspec.Struct, kw_only=True):
     recent_memories: dict[str, int] = {}
     """Memory id -> the turn of its latest injection in this epoch (bounded: see
     convlog.domain.memory.remember), so the cooldown is decided without a scan."""
+    deleted: bool = False
+    """The host deleted it from its list (ConversationDeleted): kept, but no longer
+    offered to a host to load or resume."""
     forgotten: bool = False
     """Its user was forgotten (UserForgotten): the content is erased, nothing more is
     recorded."""
@@ -153,6 +156,8 @@ def evolve(state: Conversation, event: Event) -> None:
         state.summary_version = state.version
     elif isinstance(event, TitleChanged):
         state.title = event.title
+    elif isinstance(event, ConversationDeleted):
+        state.deleted = True
     elif isinstance(event, UserForgotten):
         state.forgotten = True
         state.title = state.workspace = None

@@ -14,49 +14,30 @@ contexts skip.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from convlog.domain.content import (
-    AnyPart,
-    ImagePart,
-    TextPart,
-    ThinkingPart,
-    ToolResultPart,
-    ToolUsePart,
-    Usage,
-)
+import msgspec
+
+from convlog.domain.content import AnyPart, Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
+from convlog.services.anthropic_blocks import Block, to_part
 
-
-def _text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n".join(str(b.get("text", "")) for b in value
-                         if isinstance(b, Mapping) and b.get("type") == "text")
-    return json.dumps(value)
+_blocks = msgspec.json.Decoder(Block)
+_encode = msgspec.json.Encoder().encode
 
 
 def _block(block: Mapping[str, Any]) -> AnyPart | None:
-    kind = block.get("type")
-    if kind == "text":
-        return TextPart(text=str(block.get("text", "")))
-    if kind == "thinking":
-        return ThinkingPart(text=str(block.get("thinking", "")))
-    if kind in ("tool_use", "server_tool_use"):
-        return ToolUsePart(id=str(block.get("id", "")), name=str(block.get("name", "tool")),
-                           arguments=json.dumps(block.get("input", {})))
-    if kind == "tool_result":
-        return ToolResultPart(tool_use_id=str(block.get("tool_use_id", "")),
-                              content=_text(block.get("content", "")),
-                              is_error=bool(block.get("is_error", False)))
-    if kind == "image":
-        source = block.get("source") or {}
-        ref = source.get("url") or source.get("file_id") or "inline image"
-        return ImagePart(ref=str(ref)[:200], media_type=source.get("media_type"))
-    return None
+    """The one Anthropic mapping (convlog.services.anthropic_blocks, as the importer
+    uses it). The store may not refuse what the SDK appends: a block that does not
+    decode, or an image whose inline data is not base64, is kept out of the readable
+    message (the entry itself stays whole in `raw`)."""
+    try:
+        return to_part(_blocks.decode(_encode(block)), Counter())
+    except (msgspec.ValidationError, msgspec.DecodeError, InvalidInput):
+        return None
 
 
 def _usage(usage: object) -> Usage | None:

@@ -32,8 +32,7 @@ import convlog
 from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import UnknownConversation
 from convlog.integrations.extras import require
-from convlog.integrations.openai_items import from_message, to_message
-from convlog.services.items import RawItem
+from convlog.integrations.openai_items import from_message, paired_items, to_message
 
 require("openai-agents", "agents", "convlog.integrations.openai_agents")
 
@@ -137,21 +136,15 @@ class ConvlogSession:
     # ------------------------------------------------------------------ helpers
 
     def _get_items(self, last: int | None) -> list[TResponseInputItem]:
-        """Fetch the live items (the read path), then apply list-level rules to the
-        whole list (one place, after decoding: each item is the SDK's own dict, with
-        its `type` and `call_id`)."""
-        return self._fetch_items(last)
-
-    def _fetch_items(self, last: int | None) -> list[TResponseInputItem]:
-        """The live items as the SDK added them: messages that keep the SDK's item are
-        read as id + item only (`ConversationLog.live_items`, issue 30); others are
-        decoded whole and turned into the nearest item."""
+        """The live items, read lean (`ConversationLog.live_items`, issue 30: messages
+        that keep the SDK's item are decoded without usage, tokens, times), then
+        paired as one list (issue 28)."""
         try:
             found = self.log.live_items(self.key, last=last)
         except UnknownConversation:
             return []
-        return [m.raw if isinstance(m, RawItem) and m.raw is not None  # type: ignore[misc]
-                else from_message(m) for m in found]  # type: ignore[arg-type]
+        # RawItem has every field pairing and from_message read (see its docstring)
+        return paired_items(found, last)  # type: ignore[arg-type,return-value]
 
     def _add_items(self, items: Sequence[TResponseInputItem],
                    usage: convlog.Usage | None) -> None:

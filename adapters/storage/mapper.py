@@ -24,6 +24,7 @@ import msgspec
 from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 
 from convlog.crypto.errors import UnknownDataKey
+from convlog.domain.content import Content, ToolCall
 from convlog.domain.conversation import Conversation
 from convlog.domain.events import EVENT_TYPES, Event, MessageAppended
 from convlog.storage.errors import CorruptEvent
@@ -59,12 +60,18 @@ def _parse_topic(topic: str) -> tuple[str, int]:
 
 class RawItem(msgspec.Struct, frozen=True):
     """A `message_appended` row decoded only as far as an SDK session store needs it:
-    its id and the SDK's own item (`raw`). Decoding the whole message (content parts,
-    tool calls, usage, timestamps) only to hand back `raw` was two thirds of
-    `get_items()` (issue 30). Unknown fields of the stored JSON are skipped unparsed."""
+    its id, the SDK's own item (`raw`) and what pairing reads. Decoding the whole
+    message (usage, costs, tokens, timestamps) only to hand back `raw` was two thirds
+    of `get_items()` (issue 30). Unknown fields of the stored JSON are skipped unparsed."""
 
     message_id: str
+    role: str = "user"
+    content: Content = ""
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
     raw: dict[str, Any] | None = None
+    """The fields tool-call pairing reads (convlog.projections.pairing.message_tools)
+    and `from_message` reads are kept; usage, costs, tokens, times are skipped."""
 
 
 class _NullTranscoder(Transcoder):

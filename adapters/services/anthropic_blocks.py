@@ -1,5 +1,10 @@
 """Anthropic Messages API content blocks (as Claude Code stores them) -> convlog parts.
 
+The ONE mapping: the Claude Code importer and the Claude Agent SDK store both use it,
+so a tool block, and an image's reference, read the same whichever way a transcript
+came in. Server tools' blocks (`server_tool_use`, web search results) are skipped: they
+pair with each other, never with a `tool_result`.
+
 Text, thinking, tool_use (its `input` kept as the exact JSON text), tool_result (its
 content flattened to text) and image blocks; an image is kept as a reference (its
 URL, or the SHA-256 and size of inline base64 data), never as bytes. Other block
