@@ -32,6 +32,7 @@ from convlog.domain.events import (
     Event,
     HistoryInjected,
     MemoryInjected,
+    MemoryPolicySet,
     MessageAppended,
     MessageRetracted,
     NativeSessionBound,
@@ -42,7 +43,13 @@ from convlog.domain.events import (
     TitleChanged,
     UserForgotten,
 )
-from convlog.domain.memory import InjectMemory, decide_memory, remember
+from convlog.domain.memory import (
+    DEFAULT_CAP,
+    DEFAULT_DEPTH,
+    InjectMemory,
+    decide_memory,
+    remember,
+)
 from convlog.domain.messages import Message
 from convlog.domain.renamed import renamed
 
@@ -111,9 +118,22 @@ class Conversation(msgspec.Struct, kw_only=True):
     deleted: bool = False
     """The host deleted it from its list (ConversationDeleted): kept, but no longer
     offered to a host to load or resume."""
+    resumed_at: datetime | None = None
+    """When a resume of this conversation last succeeded (ResumeSucceeded)."""
+    memory_cap: int | None = None
+    """`max_injected_blocks_in_history` of the latest MemoryPolicySet (None: never
+    recorded, the default applies; see `policy`)."""
+    memory_depth: int | None = None
+    """`context_window_depth` of the latest MemoryPolicySet (None: the default)."""
     forgotten: bool = False
     """Its user was forgotten (UserForgotten): the content is erased, nothing more is
     recorded."""
+
+    def policy(self) -> tuple[int, int]:
+        """(max_injected_blocks_in_history, context_window_depth) in force now: the
+        recorded policy, or the defaults (3, 10) when none was recorded."""
+        return (DEFAULT_CAP if self.memory_cap is None else self.memory_cap,
+                DEFAULT_DEPTH if self.memory_depth is None else self.memory_depth)
 
 
 # --------------------------------------------------------------------------- fold
@@ -158,6 +178,11 @@ def evolve(state: Conversation, event: Event) -> None:
         state.title = event.title
     elif isinstance(event, ConversationDeleted):
         state.deleted = True
+    elif isinstance(event, ResumeSucceeded):
+        state.resumed_at = event.at
+    elif isinstance(event, MemoryPolicySet):
+        state.memory_cap = event.max_injected_blocks_in_history
+        state.memory_depth = event.context_window_depth
     elif isinstance(event, UserForgotten):
         state.forgotten = True
         state.title = state.workspace = None
@@ -227,6 +252,15 @@ class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
             | ContextWindowReported)
 
 
+class SetMemoryPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """The host's memory policy: recorded (MemoryPolicySet) when it differs from the
+    one in force; nothing when it is the same, or when the conversation was not
+    started (the writer places it after the command that starts it)."""
+
+    max_injected_blocks_in_history: int
+    context_window_depth: int
+
+
 class Forget(msgspec.Struct, frozen=True, kw_only=True):
     """Mark the conversation of `user` forgotten (the adapter destroys the key)."""
 
@@ -240,7 +274,7 @@ if TYPE_CHECKING:
 
 Command = (
     StartConversation | AppendMessages | BindNativeSession | Archive | Reactivate | Clear
-    | RecordFact | RequireUser | InjectMemory | Forget | Retract
+    | RecordFact | RequireUser | InjectMemory | Forget | Retract | SetMemoryPolicy
 )
 
 
@@ -270,6 +304,12 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
             raise InvalidInput(f"the conversation was started {owner}; it cannot start "
                                f"again as {command.user!r} (use another key)", field="user")
         return [] if state.started else [_start(state.key, command, now)]
+    if isinstance(command, SetMemoryPolicy):
+        wanted = (command.max_injected_blocks_in_history, command.context_window_depth)
+        if not state.started or state.forgotten or wanted == state.policy():
+            return []
+        return [MemoryPolicySet(at=now, max_injected_blocks_in_history=wanted[0],
+                                context_window_depth=wanted[1])]
     if isinstance(command, Forget):
         if not state.started or state.user != command.user:
             raise UnknownConversation(state.key)

@@ -242,6 +242,18 @@ class ContextWindowReported(Event, tag="context_window_reported", frozen=True):
     native_session_id: str | None = None
 
 
+class MemoryPolicySet(Event, tag="memory_policy_set", frozen=True):
+    """The memory policy the host runs this conversation with from here on: how many
+    injected memory blocks stay live (`max_injected_blocks_in_history`, 0: a block
+    lives for its own turn) and the re-injection cooldown in turns
+    (`context_window_depth`). Recorded when a conversation starts under a policy
+    other than the defaults (3 and 10) or when the host changes it, so every
+    projection applies the policy that was in force at each point."""
+
+    max_injected_blocks_in_history: int
+    context_window_depth: int
+
+
 AnyEvent = (
     ConversationStarted
     | MessageAppended
@@ -261,6 +273,7 @@ AnyEvent = (
     | ConversationDeleted
     | TitleChanged
     | ContextWindowReported
+    | MemoryPolicySet
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)

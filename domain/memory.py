@@ -29,6 +29,10 @@ from convlog.domain.events import MemoryInjected
 
 PREFIX = "[Context from memory]"
 NOT_A_BLOCK = "[not a memory block] "
+DEFAULT_CAP = 3
+"""`max_injected_blocks_in_history` of a conversation that recorded no policy."""
+DEFAULT_DEPTH = 10
+"""`context_window_depth` of a conversation that recorded no policy."""
 MAX_COOLDOWN_TURNS = 100
 """The longest cooldown a log can enforce: the state remembers memory ids this long."""
 MAX_REMEMBERED_IDS = 1024

@@ -54,7 +54,7 @@ from convlog.domain.events import (
     UserForgotten,
     is_fresh_strategy,
 )
-from convlog.projections.memory import DEFAULT_CAP, lifetimes
+from convlog.projections.memory import DEFAULT_CAP, lifetimes, policy_cap
 from convlog.projections.transcript import render_content, shorten
 from convlog.projections.view_model import ConversationView, EntryKind, Point, ViewEntry, cut
 
@@ -335,10 +335,11 @@ def _message_slot(r: Recorded, e: MessageAppended, segment: int) -> _Slot:
 def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None, *,
                memory_cap: int = DEFAULT_CAP) -> ConversationView:
     """What the agent received, in order, since the latest clear (see the module doc).
-    `memory_cap`: the log's `max_injected_blocks_in_history`."""
+    `memory_cap`: the `max_injected_blocks_in_history` at the start; the policies the
+    log recorded (MemoryPolicySet) apply from their position on."""
     events = cut(recorded, at)
     walk = AgentWalk()
     for r in events:
         walk.feed(r)
     return walk.finish(key, events[-1].version if events else 0,
-                       lifetimes(events, memory_cap), memory_cap)
+                       lifetimes(events, memory_cap), policy_cap(events, memory_cap))

@@ -21,11 +21,26 @@ from collections import deque
 from collections.abc import Iterable
 
 from convlog.domain.errors import InvalidInput
-from convlog.domain.events import ConversationCleared, MemoryInjected, MessageAppended, Recorded
-from convlog.domain.memory import cooling
+from convlog.domain.events import (
+    ConversationCleared,
+    MemoryInjected,
+    MemoryPolicySet,
+    MessageAppended,
+    Recorded,
+)
+from convlog.domain.memory import DEFAULT_CAP, DEFAULT_DEPTH, cooling
 
-DEFAULT_CAP = 3
-DEFAULT_DEPTH = 10
+__all__ = [
+    "DEFAULT_CAP",
+    "DEFAULT_DEPTH",
+    "MAX_CAP",
+    "TailLiveness",
+    "check_cap",
+    "lifetimes",
+    "live_blocks",
+    "memory_cooldown",
+    "policy_cap",
+]
 MAX_CAP = 1_000
 
 
@@ -60,12 +75,26 @@ class TailLiveness:
 def lifetimes(recorded: Iterable[Recorded], cap: int) -> dict[int, int | None]:
     """{version of each block: version of the event that evicted it, or None while
     it is live}, reading the log oldest first. A replay at version v shows block b
-    to the agent iff ``b <= v`` and (``evicted is None or v < evicted``)."""
+    to the agent iff ``b <= v`` and (``evicted is None or v < evicted``).
+    `cap` is the policy at the start; a recorded MemoryPolicySet changes it from its
+    position on (a smaller cap evicts the oldest blocks there)."""
     out: dict[int, int | None] = {}
     live: deque[int] = deque()
+    since_user: set[int] = set()  # blocks injected after the latest user message
     for r in recorded:
         event = r.event
-        if isinstance(event, MemoryInjected):
+        if isinstance(event, MessageAppended) and event.role == "user":
+            since_user.clear()
+        if isinstance(event, MemoryPolicySet):
+            cap = event.max_injected_blocks_in_history
+            while cap and len(live) > cap:
+                out[live.popleft()] = r.version
+            if cap == 0:
+                for v in [v for v in live if v not in since_user]:
+                    live.remove(v)
+                    out[v] = r.version
+        elif isinstance(event, MemoryInjected):
+            since_user.add(r.version)
             out[r.version] = None
             live.append(r.version)
             while cap and len(live) > cap:
@@ -75,6 +104,15 @@ def lifetimes(recorded: Iterable[Recorded], cap: int) -> dict[int, int | None]:
             while live:
                 out[live.popleft()] = r.version
     return out
+
+
+def policy_cap(recorded: Iterable[Recorded], cap: int = DEFAULT_CAP) -> int:
+    """The `max_injected_blocks_in_history` in force after `recorded` (`cap` when
+    none of them sets a policy)."""
+    for r in recorded:
+        if isinstance(r.event, MemoryPolicySet):
+            cap = r.event.max_injected_blocks_in_history
+    return cap
 
 
 def live_blocks(recorded: Iterable[Recorded], cap: int, *, at: int | None = None

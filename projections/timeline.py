@@ -21,6 +21,7 @@ from convlog.domain.events import (
     Event,
     HistoryInjected,
     MemoryInjected,
+    MemoryPolicySet,
     MessageAppended,
     MessageRetracted,
     NativeSessionBound,
@@ -99,6 +100,9 @@ def describe(event: Event) -> str:
     if isinstance(event, ContextWindowReported):
         return _pairs(used=event.used, size=event.size, message=event.message_id,
                       native_session_id=event.native_session_id)
+    if isinstance(event, MemoryPolicySet):
+        return _pairs(max_injected_blocks_in_history=event.max_injected_blocks_in_history,
+                      context_window_depth=event.context_window_depth)
     return ""
 
 

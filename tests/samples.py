@@ -22,6 +22,7 @@ from convlog.domain.events import (
     Event,
     HistoryInjected,
     MemoryInjected,
+    MemoryPolicySet,
     MessageAppended,
     MessageRetracted,
     NativeSessionBound,
@@ -82,6 +83,7 @@ def samples() -> list[Event]:
         AgentSessionClosed(at=AT, native_session_id="sess-10"),
         ConversationDeleted(at=AT, reason="deleted in the host's list"),
         TitleChanged(at=AT, title="Auth design, JWT chosen"),
+        MemoryPolicySet(at=AT, max_injected_blocks_in_history=1, context_window_depth=4),
         ContextWindowReported(at=AT, used=91_000, size=128_000, message_id="m-17",
                               native_session_id="sess-10"),
     ]

@@ -18,7 +18,7 @@ from convlog.cli.arguments import UsageError
 from convlog.cli.registry import BY_NAME, COMMANDS
 from convlog.domain.errors import ConvlogError
 from convlog.services.log import ConversationLog
-from convlog.services.options import LogOptions
+from convlog.services.options import ENV_CAP, ENV_DEPTH, LogOptions, memory_policy
 from convlog.storage.urls import DEFAULT_URL, ENV_VAR
 
 
@@ -26,6 +26,12 @@ def _common(parser: argparse.ArgumentParser, *, top: bool, json: bool = True) ->
     default: Any = None if top else argparse.SUPPRESS
     parser.add_argument("--db", metavar="URL", default=default,
                         help=f"storage URL (default: ${ENV_VAR}, else {DEFAULT_URL})")
+    parser.add_argument("--max-injected-blocks-in-history", metavar="N", type=int,
+                        default=default, help=f"memory blocks live in every context, "
+                        f"recorded with this process's writes (default: ${ENV_CAP}, else 3)")
+    parser.add_argument("--context-window-depth", metavar="N", type=int, default=default,
+                        help=f"turns before a memory id may be injected again "
+                        f"(default: ${ENV_DEPTH}, else 10)")
     if not json:
         return
     parser.add_argument("--json", action="store_true",
@@ -78,8 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Reading commands never create a database as a side effect.
             keyless = command.public_only and not (
                 os.environ.get("CONVLOG_KEY") or os.environ.get("CONVLOG_KEY_FILE"))
+            cap, depth = memory_policy(args.max_injected_blocks_in_history,
+                                       args.context_window_depth)
             with ConversationLog.with_options(
-                    args.db, LogOptions(create=command.creates_database),
+                    args.db, LogOptions(create=command.creates_database,
+                                        max_injected_blocks_in_history=cap,
+                                        context_window_depth=depth),
                     master_key="public" if keyless else "env") as log:
                 command.run(log, args)
     except UsageError as exc:

@@ -174,7 +174,7 @@ def log_views(log: convlog.ConversationLog, key: str,
     """The user's view and the agent's view (convlog.projections.replay_views, with
     the log's memory-block cap), built from the events the page already read."""
     user = log_view(key, "user", recorded)
-    agent = log_view(key, "agent", recorded, memory_cap=log.max_injected_blocks_in_history)
+    agent = log_view(key, "agent", recorded)  # the policies recorded in the log apply
     forged = {r.version for r in recorded
               if isinstance(r.event, MessageAppended) and _forged(r.event)}
     return {"user_view": [view_entry(e, set()) for e in user.entries],

@@ -43,9 +43,9 @@ async def inject(call: Call) -> convlog.MemoryBlock:
 
 
 def _state(log: convlog.ConversationLog, key: str, at: int | None) -> MemoryState:
+    cap, depth = log.state(key).policy()  # the conversation's recorded policy
     return MemoryState(live=log.live_memory(key, at=at), cooldown=log.memory_cooldown(key),
-                       max_injected_blocks_in_history=log.max_injected_blocks_in_history,
-                       context_window_depth=log.context_window_depth)
+                       max_injected_blocks_in_history=cap, context_window_depth=depth)
 
 
 async def state(call: Call) -> MemoryState:

@@ -146,7 +146,7 @@ class ContextBuilder:
             tail(self.store, state, page=min(budget.messages + 16, 256)), budget,
             self.count, epoch_messages=state.message_count - state.epoch_start_message_count,
             summary=self.latest_summary(state), exclude=exclude, overhead_tokens=wrapper,
-            per_message_tokens=per_message, memory_cap=self.memory_cap)
+            per_message_tokens=per_message, memory_cap=state.policy()[0])
 
     def to_summarize(self, state: Conversation, window: Window, exclude: frozenset[str]
                      ) -> tuple[int, list[ContextMessage]]:

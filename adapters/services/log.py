@@ -132,8 +132,9 @@ class ConversationLog(CatalogQueries):
             raise  # key errors say what to do; wrapped, they would say less
         except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in
             raise StorageError(f"cannot open {self.config.url!r}: {exc}") from None  # several types
-        self._writer = Writer(self._store, redact=options.redact,
-                              context_window_depth=self.context_window_depth)
+        self._writer = Writer(
+            self._store, redact=options.redact, context_window_depth=self.context_window_depth,
+            max_injected_blocks_in_history=self.max_injected_blocks_in_history)
         if options.create and options.preload_tokenizer:  # a writer will count: load the
             warm_up_in_background()  # vocabulary, off the hot path
 
@@ -315,10 +316,10 @@ class ConversationLog(CatalogQueries):
     def live_memory(self, key: str, *, at: int | None = None) -> list[MemoryBlock]:
         """The memory blocks live in the agent's context, oldest first: now, or at log
         version `at` of a replay (what the agent view of a replay shows)."""
-        cap = self.max_injected_blocks_in_history
         if at is None:
-            return live_now(self._store, self.state(key), cap)
-        return live_at(self.events(key, upto=at), cap, at)
+            state = self.state(key)
+            return live_now(self._store, state, state.policy()[0])
+        return live_at(self.events(key, upto=at), DEFAULT_CAP, at)
 
     def builder(self, model: str | None = None) -> ContextBuilder:
         """A context builder with this log's memory-block cap."""
@@ -390,16 +391,14 @@ class ConversationLog(CatalogQueries):
         of `at`: a version, or a time (a naive time is UTC); None = now."""
         point = parse_point(at)
         upto = point if isinstance(point, int) else None
-        return _view(key, view, self.events(key, upto=upto), point,
-                     memory_cap=self.max_injected_blocks_in_history)
+        return _view(key, view, self.events(key, upto=upto), point, memory_cap=DEFAULT_CAP)
 
     def diff(self, key: str, *, at: int | datetime | str | None = None) -> ViewDiff:
         """Where the two views part at `at`: messages missing from the agent's context
         (with the reason), text only the agent saw, and flagged resumes."""
         point = parse_point(at)
         upto = point if isinstance(point, int) else None
-        return diff(key, self.events(key, upto=upto), point,
-                    memory_cap=self.max_injected_blocks_in_history)
+        return diff(key, self.events(key, upto=upto), point, memory_cap=DEFAULT_CAP)
 
     def context(
         self,

@@ -10,14 +10,41 @@ and the test names each signature that still lacks it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import msgspec
 
 from convlog.accounting.prices import ModelPrice
+from convlog.domain.errors import InvalidInput
 from convlog.domain.memory import check_depth
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.services.redacting import Redactor
+
+ENV_CAP = "CONVLOG_MAX_INJECTED_BLOCKS_IN_HISTORY"
+ENV_DEPTH = "CONVLOG_CONTEXT_WINDOW_DEPTH"
+
+
+def memory_policy(cap: int | None = None, depth: int | None = None) -> tuple[int, int]:
+    """(max_injected_blocks_in_history, context_window_depth) of a command-line
+    process (`convlog serve`, `convlog acp`, `record`...): the flags given, else
+    $CONVLOG_MAX_INJECTED_BLOCKS_IN_HISTORY / $CONVLOG_CONTEXT_WINDOW_DEPTH, else 3
+    and 10. A bad value is an InvalidInput naming the flag or variable."""
+    return (_setting(cap, ENV_CAP, "--max-injected-blocks-in-history", DEFAULT_CAP),
+            _setting(depth, ENV_DEPTH, "--context-window-depth", DEFAULT_DEPTH))
+
+
+def _setting(given: int | None, env: str, flag: str, default: int) -> int:
+    if given is not None:
+        where, value = flag, given
+    elif os.environ.get(env, "").strip():
+        raw = os.environ[env].strip()
+        if not raw.isdigit():
+            raise InvalidInput(f"must be a whole number, not {raw!r}", field=env)
+        where, value = env, int(raw)
+    else:
+        return default
+    return check_cap(value, where) if env == ENV_CAP else check_depth(value, where)
 
 
 class LogOptions(msgspec.Struct, frozen=True, kw_only=True):

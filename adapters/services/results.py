@@ -3,6 +3,7 @@ store), so a host can keep them, print them or send them as JSON."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -29,6 +30,8 @@ class ConversationInfo(ConversationFacts, frozen=True, kw_only=True):
     native_session_id: str | None
     forgotten: bool = False
     """Its user was forgotten: the content is erased, the figures remain."""
+    resumed_at: datetime | None = None
+    """When a resume of it last succeeded (its last-active time moves with it)."""
 
 
 __getattr__ = renamed(__name__, {"SessionInfo": "ConversationInfo"}, globals())
@@ -43,4 +46,5 @@ def conversation_info(state: Conversation) -> ConversationInfo:
         created_at=state.created_at, last_active_at=state.last_active_at,
         message_count=state.message_count, version=state.version,
         native_session_id=state.native_session_id, forgotten=state.forgotten,
+        resumed_at=state.resumed_at,
     )

@@ -10,6 +10,8 @@ on how long they are.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import msgspec
 
 from convlog.domain.errors import InvalidInput, UnknownUser
@@ -39,6 +41,17 @@ class ConversationPart(ConversationHeader, frozen=True, kw_only=True):
     """Messages covered by the summary in the text (0: no summary shown)."""
     in_text: bool
     """False when the budget ran out before this conversation's header."""
+    summary: str | None = None
+    """The text of its latest summary (of its current epoch), where one was recorded."""
+    resumed_at: datetime | None = None
+    """When a resume of it last succeeded."""
+
+
+class AgentInteractions(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent of the context's conversations, and how many interactions it had."""
+
+    agent: str
+    interactions: int
 
 
 class ResumptionContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,6 +69,11 @@ class ResumptionContext(msgspec.Struct, frozen=True, kw_only=True):
     """Content tokens of the conversations (the catalog's `content_tokens`, summed)."""
     agent_interactions: int
     top_agents: list[str]
+    agents: list[AgentInteractions] = []
+    """The top agents WITH their interaction counts, most active first."""
+    latest_summary: str | None = None
+    """The latest summary text of the newest conversation that has one (None: no
+    summary was recorded)."""
     cost_usd: float | None
     input_tokens: int
     output_tokens: int
@@ -181,7 +199,10 @@ def build(builder: ContextBuilder, analytics: Analytics, *, user: str | None,
     out = []
     for i, row in enumerate(rows):
         w = windows[i] if i < len(windows) else None
+        state = builder.state(row.key)
+        found = builder.latest_summary(state)
         out.append(ConversationPart(
+            summary=found.text if found else None, resumed_at=state.resumed_at,
             **msgspec.structs.asdict(_header(row)), input_tokens=row.input_tokens,
             output_tokens=row.output_tokens, in_text=w is not None,
             included=sum(1 for m in w.messages if not m.is_block) if w else 0,
@@ -193,6 +214,9 @@ def build(builder: ContextBuilder, analytics: Analytics, *, user: str | None,
         total_tokens=sum(r.content_tokens for r in rows),
         agent_interactions=sum(n for _, n in activity),
         top_agents=[a for a, _ in activity if a is not None][:TOP_AGENTS],
+        agents=[AgentInteractions(agent=a, interactions=n)
+                for a, n in activity if a is not None][:TOP_AGENTS],
+        latest_summary=next((p.summary for p in out if p.summary), None),
         cost_usd=sum(costs) if costs else None,
         input_tokens=sum(r.input_tokens for r in rows),
         output_tokens=sum(r.output_tokens for r in rows), conversations=out)

@@ -25,6 +25,8 @@ from convlog.domain.conversation import (
     Command,
     Conversation,
     RecordFact,
+    SetMemoryPolicy,
+    StartConversation,
     conversation_id,
 )
 from convlog.domain.events import HistoryInjected, MessageAppended, Recorded, SummaryRecorded
@@ -44,11 +46,17 @@ class Writer:
     """The write side of one open log: the lock and the steps of every write."""
 
     def __init__(self, store: ConversationStore, *, redact: Redactor | None = None,
-                 context_window_depth: int = DEFAULT_DEPTH):
+                 context_window_depth: int = DEFAULT_DEPTH,
+                 max_injected_blocks_in_history: int | None = None):
         self.store = store
         """The store, for reads (writes go through `execute` and `decide`)."""
         self.redact = redact
         self.context_window_depth = context_window_depth
+        self.policy = None if max_injected_blocks_in_history is None else SetMemoryPolicy(
+            max_injected_blocks_in_history=max_injected_blocks_in_history,
+            context_window_depth=context_window_depth)
+        """The host's memory policy, recorded with its writes (None: this writer
+        records none, e.g. a maintenance open)."""
         self.lock = threading.RLock()
         """Held by every write of this process (maintenance takes it too)."""
 
@@ -105,7 +113,7 @@ class Writer:
         def with_known_ids(state: Conversation, fresh: bool) -> Sequence[Command]:
             # Optimistic: the first attempt skips the lookup; a known id makes the
             # insert conflict on the index, and the retry (fresh) looks ids up.
-            commands = choose(state, fresh)
+            commands = self._with_policy(state, choose(state, fresh))
             if not fresh or not state.started:
                 return commands
             ids = [m.id for c in commands if isinstance(c, AppendMessages)
@@ -120,6 +128,24 @@ class Writer:
         # back-off (ConversationStore.execute): a race on one conversation never
         # stalls this process's other writes.
         return self.store.execute(cid, key, with_known_ids, origins, slot=self.lock)
+
+    def _with_policy(self, state: Conversation, commands: Sequence[Command]
+                     ) -> Sequence[Command]:
+        """The batch, with the host's memory policy where it takes effect: before the
+        batch's commands (after the one that starts the conversation), when the batch
+        is the host's own (a new conversation, a turn, a memory block): opening an
+        existing conversation or a maintenance write
+        (archive, a resume fact) never changes the policy in force."""
+        if self.policy is None or not any(
+                isinstance(c, AppendMessages | InjectMemory)
+                or (isinstance(c, StartConversation) and not state.started)
+                for c in commands):
+            return commands
+        if (self.policy.max_injected_blocks_in_history,
+                self.policy.context_window_depth) == state.policy():
+            return commands
+        at = 0 if state.started else 1
+        return [*commands[:at], self.policy, *commands[at:]]
 
 
 def _recounted(command: RecordFact) -> RecordFact:

@@ -63,6 +63,7 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "conversation_deleted": frozenset({"reason"}),
     "title_changed": frozenset({"title"}),
     "context_window_reported": frozenset(),
+    "memory_policy_set": frozenset(),
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }
 _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten

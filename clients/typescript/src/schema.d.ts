@@ -428,6 +428,26 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * AgentInteractions
+         * @description An agent of the context's conversations, and how many interactions it had.
+         */
+        AgentInteractions: {
+            agent: string;
+            interactions: number;
+        };
+        /**
+         * AgentSessionClosed
+         * @description The host closed its agent session (ACP `session/close`): the agent may free it.
+         *         The conversation stays as it was; a later load opens a new agent session.
+         */
+        AgentSessionClosed: {
+            /** @enum {unknown} */
+            type: "agent_session_closed";
+            /** @default null */
+            native_session_id?: string | null;
+            at: string;
+        };
+        /**
          * AppendResult
          * @description What a write did: the conversation's version after it, and which message ids
          *         were appended or skipped as already recorded (a retried turn skips them all).
@@ -507,6 +527,23 @@ export interface components {
             /** @default 0 */
             memory_blocks?: number;
         };
+        /**
+         * ContextWindowReported
+         * @description How full the agent's context window was after a turn (ACP `usage_update`:
+         *         `used` of `size` tokens), recorded once per turn, so telemetry can tell how full
+         *         the window was when a later resume failed.
+         */
+        ContextWindowReported: {
+            /** @enum {unknown} */
+            type: "context_window_reported";
+            used: number;
+            size: number;
+            /** @default null */
+            message_id?: string | null;
+            /** @default null */
+            native_session_id?: string | null;
+            at: string;
+        };
         /** ConversationArchived */
         ConversationArchived: {
             /** @enum {unknown} */
@@ -534,6 +571,19 @@ export interface components {
             reason?: string | null;
         };
         /**
+         * ConversationDeleted
+         * @description The host deleted the conversation from its list (ACP `session/delete`). Recorded,
+         *         not erased: the events stay and `replay` shows them; lists leave it out. Erasure
+         *         is `forget`.
+         */
+        ConversationDeleted: {
+            /** @enum {unknown} */
+            type: "conversation_deleted";
+            /** @default null */
+            reason?: string | null;
+            at: string;
+        };
+        /**
          * ConversationInfo
          * @description A conversation's state, as `log.info(key)` reads it from the log.
          */
@@ -552,6 +602,8 @@ export interface components {
             native_session_id: string | null;
             /** @default false */
             forgotten?: boolean;
+            /** @default null */
+            resumed_at?: string | null;
         };
         /**
          * ConversationPart
@@ -573,6 +625,10 @@ export interface components {
             included: number;
             summarized: number;
             in_text: boolean;
+            /** @default null */
+            summary?: string | null;
+            /** @default null */
+            resumed_at?: string | null;
         };
         /** ConversationReactivated */
         ConversationReactivated: {
@@ -633,7 +689,7 @@ export interface components {
          */
         EventOut: {
             version: number;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"];
         };
         /**
          * EventsIn
@@ -806,6 +862,22 @@ export interface components {
             block_id?: string | null;
             /** @default null */
             native_session_id?: string | null;
+        };
+        /**
+         * MemoryPolicySet
+         * @description The memory policy the host runs this conversation with from here on: how many
+         *         injected memory blocks stay live (`max_injected_blocks_in_history`, 0: a block
+         *         lives for its own turn) and the re-injection cooldown in turns
+         *         (`context_window_depth`). Recorded when a conversation starts under a policy
+         *         other than the defaults (3 and 10) or when the host changes it, so every
+         *         projection applies the policy that was in force at each point.
+         */
+        MemoryPolicySet: {
+            /** @enum {unknown} */
+            type: "memory_policy_set";
+            max_injected_blocks_in_history: number;
+            context_window_depth: number;
+            at: string;
         };
         /**
          * MemoryState
@@ -1059,6 +1131,10 @@ export interface components {
             total_tokens: number;
             agent_interactions: number;
             top_agents: string[];
+            /** @default [] */
+            agents?: components["schemas"]["AgentInteractions"][];
+            /** @default null */
+            latest_summary?: string | null;
             cost_usd: number | null;
             input_tokens: number;
             output_tokens: number;
@@ -1215,7 +1291,17 @@ export interface components {
             at: string;
             type: string;
             details: string;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"];
+        };
+        /**
+         * TitleChanged
+         * @description A new title for the conversation, e.g. the agent's ACP `session_info_update`.
+         */
+        TitleChanged: {
+            /** @enum {unknown} */
+            type: "title_changed";
+            title: string;
+            at: string;
         };
         /**
          * ToolCall
