@@ -11,7 +11,10 @@ N (items already in the session), medians over many calls of:
 - ``get_items(limit=20)``: what a run with a session limit reads before each turn;
 - ``get_items()``: the whole history (the SDK's default, no limit);
 - ``pop_item`` followed by re-adding the item (a compensating event in convlog,
-  a DELETE in SQLite).
+  a DELETE in SQLite), and ``pop_item`` alone (timed within the same calls);
+- peak Python memory (tracemalloc) of one ``get_items()`` at the largest size.
+
+Sizes: 1k, 10k and 100k items (``--quick``: 100 and 1k).
 
 Before timing, each session gets the same settling: a full garbage collection after
 the prefill (convlog's tokenizer vocabulary is ~40 MiB of objects; the first
@@ -31,6 +34,7 @@ import json
 import statistics
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,22 +84,42 @@ async def measure(session: Any, size: int, repeat: int) -> dict[str, float]:
     async def add() -> None:
         await session.add_items(turn(next(counter)))
 
+    pops: list[float] = []
+
     async def pop_and_restore() -> None:
+        started = time.perf_counter()
         item = await session.pop_item()
+        pops.append(time.perf_counter() - started)
         await session.add_items([item])
 
-    return {"add_turn_ms": await median_ms(add, repeat),
-            "get_last_20_ms": await median_ms(lambda: session.get_items(limit=20), repeat),
-            "get_all_ms": await median_ms(session.get_items, max(5, repeat // 10)),
-            "pop_and_restore_ms": await median_ms(pop_and_restore, repeat)}
+    all_repeat = max(3, min(repeat // 10, 2_000_000 // size))  # ~100k items: 20 calls
+    result = {"add_turn_ms": await median_ms(add, repeat),
+              "get_last_20_ms": await median_ms(lambda: session.get_items(limit=20), repeat),
+              "get_all_ms": await median_ms(session.get_items, all_repeat),
+              "pop_and_restore_ms": await median_ms(pop_and_restore, repeat)}
+    result["pop_item_ms"] = round(statistics.median(pops) * 1000, 3)
+    return result
+
+
+async def peak_read_mib(session: Any) -> float:
+    """Peak Python memory (tracemalloc) of one `get_items()`: what reading the whole
+    history costs a host beyond the items it gets back."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        await session.get_items()
+        return round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller histories, fewer calls")
     args = parser.parse_args()
-    sizes, repeat = ((100, 1_000), 50) if args.quick else ((100, 1_000, 10_000), 200)
+    sizes, repeat = ((100, 1_000), 50) if args.quick else ((1_000, 10_000, 100_000), 200)
     rows: list[dict[str, Any]] = []
+    peaks: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             ours = ConvlogSession(f"bench-{size}", f"sqlite:///{tmp}/convlog-{size}.db",
@@ -103,12 +127,17 @@ def main() -> None:
             theirs = SQLiteSession(f"bench-{size}", Path(tmp) / f"sdk-{size}.db")
             convlog_ms = asyncio.run(measure(ours, size, repeat))
             sqlite_ms = asyncio.run(measure(theirs, size, repeat))
+            if size == sizes[-1]:
+                peaks = {"convlog": asyncio.run(peak_read_mib(ours)),
+                         "sqlite_session": asyncio.run(peak_read_mib(theirs))}
             ours.close()
             theirs.close()
             rows.append({"items": size, "convlog": convlog_ms, "sqlite_session": sqlite_ms,
                          "ratio": {k: round(convlog_ms[k] / sqlite_ms[k], 2)
                                    for k in convlog_ms}})
     print(f"ConvlogSession vs the Agents SDK's SQLiteSession (medians, ms; {repeat} calls)")
+    print(f"peak memory of one get_items() of {sizes[-1]} items (MiB, tracemalloc): "
+          f"convlog {peaks['convlog']}, SQLiteSession {peaks['sqlite_session']}")
     print(f"{'items':>7} {'operation':<20}{'convlog':>10}{'SQLite':>10}{'ratio':>8}")
     for row in rows:
         for name in row["convlog"]:
@@ -117,7 +146,8 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     path = RESULTS / f"sdks-{stamp}{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps({"repeat": repeat, "rows": rows}, indent=2) + "\n")
+    saved = {"repeat": repeat, "rows": rows, "peak_read_mib": {"items": sizes[-1], **peaks}}
+    path.write_text(json.dumps(saved, indent=2) + "\n")
     print(f"saved {path}")
 
 

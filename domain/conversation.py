@@ -115,6 +115,9 @@ class Conversation(msgspec.Struct, kw_only=True):
     recent_memories: dict[str, int] = {}
     """Memory id -> the turn of its latest injection in this epoch (bounded: see
     convlog.domain.memory.remember), so the cooldown is decided without a scan."""
+    deleted: bool = False
+    """The host deleted it from its list (ConversationDeleted): kept, but no longer
+    offered to a host to load or resume."""
     resumed_at: datetime | None = None
     """When a resume of this conversation last succeeded (ResumeSucceeded)."""
     memory_cap: int | None = None
@@ -175,6 +178,8 @@ def evolve(state: Conversation, event: Event) -> None:
         state.summary_version = state.version
     elif isinstance(event, TitleChanged):
         state.title = event.title
+    elif isinstance(event, ConversationDeleted):
+        state.deleted = True
     elif isinstance(event, ResumeSucceeded):
         state.resumed_at = event.at
     elif isinstance(event, MemoryPolicySet):

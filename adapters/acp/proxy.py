@@ -218,6 +218,9 @@ class Proxy:
             if not await self.log.exists(key_of(session_id)):
                 raise RequestError(-32002, "Resource not found",
                                    {"sessionId": session_id, "details": "no such session"})
+            if (await self.log.state(key_of(session_id))).deleted:
+                raise RequestError(-32002, "Resource not found", {
+                    "sessionId": session_id, "details": "deleted by session/delete"})
             session = Session(id=session_id)
             self.sessions.by_id[session_id] = session
         session.cwd, session.where = params["cwd"], dict(params)

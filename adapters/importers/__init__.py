@@ -5,7 +5,8 @@ One module per format (`claude_code`, `openai`, `codex`), each an `Importer`
 `files` is the base they share (which files of a tree, a located failure per
 unreadable file), `lines` reads files line by line with a bound on a line's size,
 `responses` maps the OpenAI message and item shapes that both `openai` and `codex`
-use, `anthropic_blocks` the content blocks of Claude Code's records. Importers only
+use; Claude Code's content blocks are mapped by convlog.services.anthropic_blocks,
+the one mapping the Claude Agent SDK store shares. Importers only
 read: the driver in convlog.services.import_run records each conversation as one
 batch.
 

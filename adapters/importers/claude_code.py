@@ -31,10 +31,10 @@ import msgspec
 from convlog.domain.content import AnyPart, ToolResultPart, Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
-from convlog.importers.anthropic_blocks import ApiUsage, Block, to_part
 from convlog.importers.files import FileImporter
 from convlog.importers.follow import follow_lines
 from convlog.importers.lines import decode, located, read_lines
+from convlog.services.anthropic_blocks import ApiUsage, Block, to_part
 from convlog.services.importing import Followed, ImportedConversation, Position
 
 

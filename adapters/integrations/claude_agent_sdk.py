@@ -32,7 +32,7 @@ from urllib.parse import quote, unquote
 import convlog
 from convlog.domain.conversation import AppendMessages, Archive, Clear, StartConversation
 from convlog.domain.errors import InvalidInput, UnknownConversation
-from convlog.integrations.claude_entries import to_message
+from convlog.integrations.claude_entries import paired_entries, to_message
 from convlog.integrations.extras import require
 
 require("claude-agent-sdk", "claude_agent_sdk", "convlog.integrations.claude_agent_sdk")
@@ -150,7 +150,7 @@ class ConvlogSessionStore:
             messages = self.log.live_messages(conversation_key(key))
         except UnknownConversation:
             return None
-        entries = [m.raw for m in messages if m.raw is not None]
+        entries = paired_entries(messages)  # tool_use/tool_result in pairs (issue 28)
         return entries or None  # type: ignore[return-value]
 
     def _catalog(self, project_key: str) -> list[tuple[list[str], datetime | None]]:

@@ -14,49 +14,33 @@ contexts skip.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from convlog.domain.content import (
-    AnyPart,
-    ImagePart,
-    TextPart,
-    ThinkingPart,
-    ToolResultPart,
-    ToolUsePart,
-    Usage,
-)
+import msgspec
+
+from convlog.domain.content import AnyPart, Usage
 from convlog.domain.errors import InvalidInput
+from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
+from convlog.projections.pairing import Keep, Lost, message_tools, pair
+from convlog.services.anthropic_blocks import Block, to_part
 
-
-def _text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n".join(str(b.get("text", "")) for b in value
-                         if isinstance(b, Mapping) and b.get("type") == "text")
-    return json.dumps(value)
+_blocks = msgspec.json.Decoder(Block)
+_encode = msgspec.json.Encoder().encode
 
 
 def _block(block: Mapping[str, Any]) -> AnyPart | None:
-    kind = block.get("type")
-    if kind == "text":
-        return TextPart(text=str(block.get("text", "")))
-    if kind == "thinking":
-        return ThinkingPart(text=str(block.get("thinking", "")))
-    if kind in ("tool_use", "server_tool_use"):
-        return ToolUsePart(id=str(block.get("id", "")), name=str(block.get("name", "tool")),
-                           arguments=json.dumps(block.get("input", {})))
-    if kind == "tool_result":
-        return ToolResultPart(tool_use_id=str(block.get("tool_use_id", "")),
-                              content=_text(block.get("content", "")),
-                              is_error=bool(block.get("is_error", False)))
-    if kind == "image":
-        source = block.get("source") or {}
-        ref = source.get("url") or source.get("file_id") or "inline image"
-        return ImagePart(ref=str(ref)[:200], media_type=source.get("media_type"))
-    return None
+    """The one Anthropic mapping (convlog.services.anthropic_blocks, as the importer
+    uses it). The store may not refuse what the SDK appends: a block that does not
+    decode, or an image whose inline data is not base64, is kept out of the readable
+    message (the entry itself stays whole in `raw`)."""
+    try:
+        return to_part(_blocks.decode(_encode(block)), Counter())
+    except (msgspec.ValidationError, msgspec.DecodeError, InvalidInput):
+        return None
 
 
 def _usage(usage: object) -> Usage | None:
@@ -93,3 +77,56 @@ def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None =
                    model=body.get("model") if isinstance(body.get("model"), str) else None,
                    usage=_usage(body.get("usage")),
                    response_id=body.get("id") if isinstance(body.get("id"), str) else None)
+
+
+def paired_entries(messages: Sequence[MessageAppended]) -> list[dict[str, Any]]:
+    """The stored entries for the SDK to resume from, tool_use and tool_result in
+    pairs (issue 28; the rule is convlog.projections.pairing). A tool_use without
+    result gets a synthetic user entry answering it (chained after its call, and the
+    call's next entry re-chained after it); a tool_result without tool_use is taken
+    out of its entry (an entry left empty is dropped, its children re-chained to its
+    parent). A well-paired transcript comes back exactly as appended."""
+    kept = [m for m in messages if m.raw is not None]
+    plan = pair([message_tools(m) for m in kept])
+    redirect: dict[str, Any] = {}  # uuid -> the uuid its children now hang from
+    out: list[dict[str, Any]] = []
+    shown = {s.index for s in plan.steps if isinstance(s, Keep)}
+    for i, m in enumerate(kept):  # fully dropped entries: children go to their parent
+        if i not in shown and isinstance(m.raw, dict) and isinstance(m.raw.get("uuid"), str):
+            redirect[m.raw["uuid"]] = m.raw.get("parentUuid")
+    last: dict[str, Any] | None = None
+    for step in plan.steps:
+        if isinstance(step, Lost):
+            base = last or {}
+            made = {"type": "user", "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                                           f"convlog-lost:{step.call_id}")),
+                    "parentUuid": base.get("uuid"), "sessionId": base.get("sessionId"),
+                    "timestamp": base.get("timestamp"), "isSidechain":
+                    base.get("isSidechain", False), "isMeta": False,
+                    "message": {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": step.call_id,
+                         "content": step.text, "is_error": True}]}}
+            if isinstance(base.get("uuid"), str):
+                redirect[base["uuid"]] = made["uuid"]
+            out.append(made)
+            last = made
+            continue
+        raw: dict[str, Any] = kept[step.index].raw or {}
+        entry = dict(raw)
+        if step.drop:
+            body = dict(entry.get("message") or {})
+            body["content"] = [b for b in body.get("content") or ()
+                               if not (isinstance(b, Mapping) and b.get("type") == "tool_result"
+                                       and b.get("tool_use_id") in step.drop)]
+            entry["message"] = body
+        parent = entry.get("parentUuid")
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent in redirect and parent not in seen:
+            seen.add(parent)
+            parent = redirect[parent]
+        if parent != entry.get("parentUuid"):
+            entry["parentUuid"] = parent
+        out.append(entry if step.drop or parent != raw.get("parentUuid") else raw)
+        if isinstance(entry.get("uuid"), str):
+            last = entry
+    return out

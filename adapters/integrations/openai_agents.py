@@ -32,7 +32,7 @@ import convlog
 from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import UnknownConversation
 from convlog.integrations.extras import require
-from convlog.integrations.openai_items import from_message, to_message
+from convlog.integrations.openai_items import from_message, paired_items, to_message
 
 require("openai-agents", "agents", "convlog.integrations.openai_agents")
 
@@ -136,11 +136,15 @@ class ConvlogSession:
     # ------------------------------------------------------------------ helpers
 
     def _get_items(self, last: int | None) -> list[TResponseInputItem]:
+        """The live items, read lean (`ConversationLog.live_items`, issue 30: messages
+        that keep the SDK's item are decoded without usage, tokens, times), then
+        paired as one list (issue 28)."""
         try:
-            messages = self.log.live_messages(self.key, last=last)
+            found = self.log.live_items(self.key, last=last)
         except UnknownConversation:
             return []
-        return [from_message(m) for m in messages]  # type: ignore[misc]
+        # RawItem has every field pairing and from_message read (see its docstring)
+        return paired_items(found, last)  # type: ignore[arg-type,return-value]
 
     def _add_items(self, items: Sequence[TResponseInputItem],
                    usage: convlog.Usage | None) -> None:

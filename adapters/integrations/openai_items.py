@@ -11,7 +11,7 @@ calls, references) become messages with empty content, which contexts skip.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from convlog.domain.content import (
@@ -26,6 +26,7 @@ from convlog.domain.content import (
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
+from convlog.projections.pairing import Lost, message_tools, pair
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 
@@ -114,3 +115,34 @@ def from_message(message: MessageAppended) -> dict[str, Any]:
         return {"type": "function_call_output", "call_id": message.tool_call_id or "call",
                 "output": text}
     return {"role": message.role, "content": text}
+
+
+def paired_items(messages: Sequence[MessageAppended], limit: int | None = None
+                 ) -> list[dict[str, Any]]:
+    """The session's items for a model, calls and outputs in pairs (issue 28; the
+    rule is convlog.projections.pairing): a call whose output is missing is followed
+    by a synthetic output saying it was lost, an output without call is left out.
+    `limit` (the messages are then the newest ones): at most that many items, and an
+    output whose call the limit cut off is left out too."""
+    tools = [message_tools(m) for m in messages]
+    start = 0
+    while True:
+        plan = pair(tools[start:] if start else tools,
+                    orphan="budget" if limit is not None else "no_call")
+        if limit is None or len(plan.steps) <= limit:
+            break
+        start += len(plan.steps) - limit  # synthetic outputs made it longer: cut more
+    kinds: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for step in plan.steps:
+        if isinstance(step, Lost):
+            kind = kinds.get(step.call_id, "function_call")
+            out.append({"type": f"{kind}_output", "call_id": step.call_id,
+                        "output": step.text})
+            continue
+        message = messages[start + step.index]
+        item = from_message(message)
+        if message.tool_calls and isinstance(item.get("type"), str):
+            kinds[message.tool_calls[0].id] = item["type"]
+        out.append(item)
+    return out

@@ -74,6 +74,7 @@ from convlog.services.tiers import resume
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
+from convlog.storage.mapper import RawItem
 from convlog.storage.urls import StorageConfig, parse_url
 from convlog.views.analytics import Analytics, CatalogRow
 
@@ -382,6 +383,14 @@ class ConversationLog(CatalogQueries):
         if last is not None and last < 0:
             raise InvalidInput("last cannot be negative", field="last")
         return items.live_messages(self._store, self.state(key), last)
+
+    def live_items(self, key: str, *, last: int | None = None
+                   ) -> list[MessageAppended | RawItem]:
+        """`live_messages` for SDK session stores: a message that keeps an SDK item
+        comes back as a `RawItem` (id + item) without decoding the rest (issue 30)."""
+        if last is not None and last < 0:
+            raise InvalidInput("last cannot be negative", field="last")
+        return items.live_items(self._store, self.state(key), last)
 
     def transcript(self, key: str) -> list[TranscriptLine]:
         return transcript(self.events(key))

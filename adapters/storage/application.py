@@ -277,6 +277,26 @@ class ConversationStore(Application[UUID]):
         return [Recorded(e.originator_version, e.event) for e in envelopes]  # type: ignore[attr-defined]
 
     @storage_errors
+    def item_rows(self, conversation: UUID, *, after: int | None = None,
+                  upto: int | None = None, desc: bool = False, limit: int | None = None
+                  ) -> list[tuple[int, Any]]:
+        """(version, event) like `recorded`, for SDK session stores: messages that
+        carry an SDK item come back as `RawItem`s (see `MsgspecMapper.decode_item`),
+        everything else as its event. The rows are read straight from the recorder: no envelope per
+        row."""
+        select_rows = getattr(self.recorder, "select_rows", None)
+        rows: list[tuple[int, str, bytes]]
+        if select_rows is not None:  # SQLite: plain tuples, no StoredEvent per row
+            rows = select_rows(conversation, gt=after, lte=upto, desc=desc, limit=limit)
+        else:
+            rows = [(s.originator_version, s.topic, s.state) for s in
+                    self.recorder.select_events(conversation, gt=after, lte=upto,
+                                                desc=desc, limit=limit)]
+        decode = self.codec.decode_item
+        return [(version, decode(conversation, version, topic, state))
+                for version, topic, state in rows]
+
+    @storage_errors
     def last_messages(self, conversation: UUID, count: int) -> list[MessageAppended]:
         """The conversation's newest `count` messages, newest first: only message
         rows are read, and each is decoded straight to its event."""

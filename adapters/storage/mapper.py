@@ -24,8 +24,9 @@ import msgspec
 from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 
 from convlog.crypto.errors import UnknownDataKey
+from convlog.domain.content import Content, ToolCall
 from convlog.domain.conversation import Conversation
-from convlog.domain.events import EVENT_TYPES, Event
+from convlog.domain.events import EVENT_TYPES, Event, MessageAppended
 from convlog.storage.errors import CorruptEvent
 from convlog.storage.sealed import SNAPSHOT_TOPIC as SNAPSHOT_TOPIC
 from convlog.storage.sealed import Sealer, SealError, sealed_at
@@ -57,6 +58,22 @@ def _parse_topic(topic: str) -> tuple[str, int]:
     return name, int(version) if version else 1
 
 
+class RawItem(msgspec.Struct, frozen=True):
+    """A `message_appended` row decoded only as far as an SDK session store needs it:
+    its id, the SDK's own item (`raw`) and what pairing reads. Decoding the whole
+    message (usage, costs, tokens, timestamps) only to hand back `raw` was two thirds
+    of `get_items()` (issue 30). Unknown fields of the stored JSON are skipped unparsed."""
+
+    message_id: str
+    role: str = "user"
+    content: Content = ""
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
+    raw: dict[str, Any] | None = None
+    """The fields tool-call pairing reads (convlog.projections.pairing.message_tools)
+    and `from_message` reads are kept; usage, costs, tokens, times are skipped."""
+
+
 class _NullTranscoder(Transcoder):
     """eventsourcing wants a transcoder; msgspec does the work, so this one is unused."""
 
@@ -80,6 +97,8 @@ class MsgspecMapper(Mapper[UUID]):
         self._topics: dict[type[Any], str] = {c: topic_of(c) for c in EVENT_TYPES}
         self._topics[Conversation] = SNAPSHOT_TOPIC
         self._current = {topic: self._decoders[cls] for cls, topic in self._topics.items()}
+        self._raw_items = msgspec.json.Decoder(RawItem)
+        self._message_topic = self._topics[MessageAppended]
         self.sealer: Sealer | None = None
         """Set by the application on an encrypted store (convlog.storage.sealed)."""
 
@@ -130,6 +149,24 @@ class MsgspecMapper(Mapper[UUID]):
         return self._decode_slowly(StoredEvent(originator_id=originator_id,
                                                originator_version=version, topic=topic,
                                                state=state))
+
+    def decode_item(self, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
+        """`decode_row`, except that a current `message_appended` row carrying an SDK
+        item comes back as a `RawItem` (id and item only). Anything else (older
+        versions that need an upcaster, messages without `raw`, other events) is
+        decoded in full, so what callers get is never less than the stored truth."""
+        if topic == self._message_topic:
+            if self.sealer is not None:
+                at = sealed_at(state)
+                if at >= 0:
+                    state = self._open_sealed(originator_id, version, topic, state, at)
+            try:
+                item: RawItem = self._raw_items.decode(state)
+                if item.raw is not None:
+                    return item
+            except Exception:
+                pass  # decoded in full below, with its typed error if it is corrupt
+        return self.decode_row(originator_id, version, topic, state)
 
     def _open_sealed(self, originator_id: Any, version: int, topic: str, state: bytes,
                      at: int) -> bytes:

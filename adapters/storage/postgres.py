@@ -93,7 +93,9 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
         self.sql_create_statements.extend(keys_ddl(schema))
         self.sql_create_statements.extend(requests_ddl(schema))
         self.sql_create_statements.append(self._append_function(schema, index))
-        self._append = SQL("SELECT {schema}.{function}(%s, %s, %s)").format(
+        self._lock_wait = f"{self.datastore.lock_timeout}s"
+        """This host's lock timeout, as PostgreSQL's lock_timeout ('0s': no limit)."""
+        self._append = SQL("SELECT {schema}.{function}(%s, %s, %s, %s)").format(
             schema=schema, function=Identifier(APPEND_FUNCTION))
         store = Identifier("convlog_store")
         self.sql_create_statements.extend([
@@ -165,8 +167,8 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             try:
                 curs.execute(self._append, (events, conversation,
-                                            list(new_ids) if new_ids else None),
-                             prepare=True)
+                                            list(new_ids) if new_ids else None,
+                                            self._lock_wait), prepare=True)
             except psycopg.IntegrityError as exc:
                 raise IntegrityError(str(exc)) from exc
 
@@ -184,12 +186,17 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
         released inside the server's own work. The lock stays because the views'
         catch-up reads ``notification_id > position``: ids must become visible in
         order (commits in id order); without it, a reader could pass over an id whose
-        transaction commits later."""
+        transaction commits later.
+
+        Every host of the database shares the function, so nothing of one host's
+        configuration is written into it: the lock timeout (`?lock_timeout=`) is an
+        argument of each call (see `_lock_wait`)."""
         return SQL(
             "CREATE OR REPLACE FUNCTION {schema}.{function}("
-            "events {schema}.{event}[], conversation uuid, message_ids text[]) "
+            "events {schema}.{event}[], conversation uuid, message_ids text[], "
+            "lock_wait text) "
             "RETURNS void LANGUAGE plpgsql AS $BODY$ BEGIN "
-            "SET LOCAL lock_timeout = '{lock_timeout}s'; "
+            "PERFORM set_config('lock_timeout', lock_wait, true); "
             "IF message_ids IS NOT NULL THEN "
             "INSERT INTO {schema}.{index} SELECT conversation, unnest(message_ids); "
             "END IF; "
@@ -200,7 +207,6 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
             "END; $BODY$").format(
                 schema=schema, function=Identifier(APPEND_FUNCTION), index=index,
                 event=Identifier(self.stored_event_type_name),
-                lock_timeout=self.datastore.lock_timeout,
                 table=Identifier(self.events_table_name),
                 channel=Identifier(self.channel_name))
 

@@ -284,6 +284,17 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         page (``messages(last=20)``) is most of a host's reads."""
         stream = (originator_id if isinstance(originator_id, UUID)
                   else self.convert_originator_id(originator_id))
+        return [StoredEvent(originator_id=stream, originator_version=version, topic=topic,
+                            state=state)
+                for version, topic, state in self.select_rows(stream, gt=gt, lte=lte,
+                                                              desc=desc, limit=limit)]
+
+    def select_rows(self, stream: UUID | str, *, gt: int | None = None,
+                    lte: int | None = None, desc: bool = False, limit: int | None = None
+                    ) -> list[tuple[int, str, bytes]]:
+        """`select_events` as plain (version, topic, state) tuples: an SDK session's
+        `get_items()` reads every row of a conversation, and one StoredEvent per row
+        was a tenth of it (issue 30)."""
         statement = (f"SELECT originator_version, topic, state FROM {self.events_table_name}"
                      " WHERE originator_id = ?")
         params: list[Any] = [stream.hex if isinstance(stream, UUID) else stream]
@@ -297,8 +308,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         if limit is not None:
             statement += " LIMIT ?"
             params.append(limit)
-        return [StoredEvent(originator_id=stream, originator_version=version, topic=topic,
-                            state=state) for version, topic, state in self._rows(statement, params)]
+        return self._rows(statement, params)
 
     def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
                     ) -> list[tuple[int, str, bytes]]:

@@ -7,6 +7,7 @@ new conversation that names its parent and the point it forked at."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +109,40 @@ def test_close_delete_window_title_and_fork_are_served_and_recorded(tmp_path: Pa
         assert gone not in {r.key for r in log.sessions()}  # like an archived one
         rows = {r.key: r for r in log.sessions(include_archived=True)}
         assert rows[gone].status == "deleted" and rows[kept].title == "Code words"
+
+
+def test_a_deleted_session_is_not_found_by_load_resume_or_prompt(tmp_path: Path) -> None:
+    """`session/delete` removes the session from the host's view: it is no longer
+    listed, and loading, resuming or prompting it is -32002 (so the host falls back to
+    `session/new`), while the log keeps every event (forget is the erasure)."""
+    db = f"sqlite:///{tmp_path / 'acp.db'}"
+
+    async def scenario() -> dict[str, int]:
+        codes: dict[str, int] = {}
+        async with acp.spawn_agent_process(
+                RecordingClient(), *proxy_command(db, agent_command("memory", tmp_path)),
+                env=env(), use_unstable_protocol=True) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
+                                  client_info=CLIENT_INFO)
+            gone = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await conn.prompt(session_id=gone.session_id, prompt=[acp.text_block("bye")])
+            await conn._conn.send_request("session/delete", {"sessionId": gone.session_id})
+            calls: dict[str, Callable[[], Awaitable[Any]]] = {
+                "load": lambda: conn.load_session(cwd=str(tmp_path), mcp_servers=[],
+                                                  session_id=gone.session_id),
+                "resume": lambda: conn.resume_session(cwd=str(tmp_path), mcp_servers=[],
+                                                      session_id=gone.session_id),
+                "prompt": lambda: conn.prompt(session_id=gone.session_id,
+                                              prompt=[acp.text_block("still there?")]),
+            }
+            for name, call in calls.items():
+                with pytest.raises(acp.RequestError) as caught:
+                    await call()
+                codes[name] = caught.value.code
+        return codes
+
+    assert run(scenario()) == {"load": -32002, "resume": -32002, "prompt": -32002}
+    with convlog.open(db) as log:
+        (row,) = log.sessions(include_archived=True)
+        assert row.status == "deleted"
+        assert log.messages(row.key)[0].content == "bye"  # recorded, not erased

@@ -55,3 +55,32 @@ def test_the_table_lock_is_never_held_while_the_client_is_away(pg_url: str,
         proxy.close()
     # held by a transaction waiting for its client's next message: never
     assert "idle in transaction" not in states, states
+
+
+def test_each_host_keeps_its_own_lock_timeout(pg_url: str, tmp_path: Path) -> None:
+    """`?lock_timeout=` is a host's own setting: a second host opening the database
+    with another value must not change how long the first one waits for the lock
+    (the append function is shared by every host of the database)."""
+    schema = parse_qs(urlsplit(pg_url).query)["schema"][0]
+    outcome: dict[str, BaseException] = {}
+    with convlog.open(f"{pg_url}&lock_timeout=1", views=str(tmp_path / "a.duckdb")) as hasty:
+        hasty.append("s", convlog.user("first", id="m0"))
+        with convlog.open(f"{pg_url}&lock_timeout=0", views=str(tmp_path / "b.duckdb")), \
+                psycopg.connect(PG_HOST) as holder:
+            holder.execute(f'LOCK TABLE "{schema}".stored_events IN EXCLUSIVE MODE')
+
+            def write() -> None:
+                try:
+                    hasty.append("s", convlog.user("second", id="m1"))
+                except BaseException as exc:
+                    outcome["error"] = exc
+
+            writer = threading.Thread(target=write, daemon=True)
+            writer.start()
+            writer.join(30)
+            still_waiting = writer.is_alive()
+            holder.rollback()
+            writer.join(30)
+        assert not still_waiting, "the 1 s lock timeout was replaced by the other host's 0"
+        assert isinstance(outcome.get("error"), convlog.StorageError), outcome
+        assert [m.message_id for m in hasty.messages("s")] == ["m0"]

@@ -95,11 +95,12 @@ def test_pop_is_a_retraction_and_clear_an_epoch(url: str) -> None:
 
 def test_limits_follow_the_session_settings(url: str) -> None:
     session = ConvlogSession("limits", url, session_settings={"limit": 2})
-    run(session.add_items(ITEMS[:5]))
-    assert run(session.get_items()) == ITEMS[3:5]
-    assert run(session.get_items(limit=4)) == ITEMS[1:5]
+    run(session.add_items(ITEMS[:7]))
+    # the newest 2 are outputs whose calls the limit cut off: left out (issue 28)
+    assert run(session.get_items()) == []
+    assert run(session.get_items(limit=4)) == ITEMS[3:7]
     assert run(session.get_items(limit=0)) == []
-    assert run(session.get_items(limit=-1)) == ITEMS[:5]  # as SQLiteSession: no limit
+    assert run(session.get_items(limit=-1)) == ITEMS[:7]  # as SQLiteSession: no limit
     session.close()
 
 

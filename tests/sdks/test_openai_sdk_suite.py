@@ -60,11 +60,18 @@ SQLITE_ONLY_HOOKS = [  # EncryptedSession's atomic pop exists only over a real S
     "test_encrypted_pop_cancellation_waits_for_authentication_rollback",
 ]
 
+PAIRED_BY_CONVLOG = [  # asserts SQLiteSession hands back an output whose call the limit
+    # cut (its runner then drops it); convlog's session already leaves it out (issue 28:
+    # a limit never starts with an output without its call). The run in that test,
+    # the model's input, is the same either way: tests/sdks/test_openai_pairs.py
+    "test_session_limit_drops_unmatched_history_function_call_output",
+]
+
 
 @pytest.mark.slow
 def test_the_sdk_session_tests_pass_on_convlog(tmp_path: Path) -> None:
     root = sdist("openai-agents", "tests/memory/test_session.py")
-    deselect = " or ".join(SQLITE_MACHINERY + SQLITE_ONLY_HOOKS)
+    deselect = " or ".join(SQLITE_MACHINERY + SQLITE_ONLY_HOOKS + PAIRED_BY_CONVLOG)
     env = {**os.environ, "PYTHONPATH": f"{PLUGINS}{os.pathsep}{root}",
            "OPENAI_AGENTS_DISABLE_TRACING": "1", "CONVLOG_SWAP_REPORT": str(tmp_path / "swap")}
     done = subprocess.run(

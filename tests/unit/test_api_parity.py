@@ -50,6 +50,7 @@ NOT_ON_THE_HANDLE = {  # operations of the log taking a key that a handle does n
     "get": "returns a handle",
     "conversation": "returns a handle",
     "state": "a property of the handle (`conv.state`)",
+    "live_items": "the SDK session stores' read path (issue 30), asked of the log",
 }
 HTTP_EXTRA_PARAMS = {  # parameters only a remote call has
     "append_turn": {"idempotency_key": "HTTP retries replay by Idempotency-Key"},

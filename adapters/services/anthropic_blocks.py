@@ -1,5 +1,10 @@
 """Anthropic Messages API content blocks (as Claude Code stores them) -> convlog parts.
 
+The ONE mapping: the Claude Code importer and the Claude Agent SDK store both use it,
+so a tool block, and an image's reference, read the same whichever way a transcript
+came in. Server tools' blocks (`server_tool_use`, web search results) are skipped: they
+pair with each other, never with a `tool_result`.
+
 Text, thinking, tool_use (its `input` kept as the exact JSON text), tool_result (its
 content flattened to text) and image blocks; an image is kept as a reference (its
 URL, or the SHA-256 and size of inline base64 data), never as bytes. Other block
@@ -31,6 +36,7 @@ class Source(msgspec.Struct):
     media_type: str | None = None
     data: msgspec.Raw = msgspec.Raw()
     url: str | None = None
+    file_id: str | None = None
 
 
 class Inner(msgspec.Struct):
@@ -94,9 +100,12 @@ def _result_text(block: Block) -> str:
 
 
 def image(source: Source) -> ImagePart:
-    """A reference to an image: its URL, or the SHA-256 and size of inline data."""
+    """A reference to an image: its URL, its file id, or the SHA-256 and size of
+    inline data."""
     if source.url:
         return ImagePart(ref=source.url, media_type=source.media_type)
+    if source.file_id:  # the Files API: the id is the reference
+        return ImagePart(ref=source.file_id, media_type=source.media_type)
     try:
         data = base64.b64decode(bytes(source.data).strip(b'"'), validate=True)
     except (binascii.Error, ValueError):

@@ -1,0 +1,240 @@
+"""Tool calls and results in pairs: the one rule for everything handed to a model.
+
+A model API rejects (HTTP 400) a history holding a tool call without its result, or a
+result without its call, and then every later request with that history fails too: the
+conversation is dead. Such histories happen for ordinary reasons (the process died
+mid-tool, a turn was cancelled, `pop_item` retracted the output, a budget or a limit
+cut between call and result, an imported transcript was truncated), so every surface
+that hands a model history repairs it ON READ with this one function; the log itself
+keeps exactly what happened.
+
+The rule (`pair`):
+- a call with no result gets, right after its call block, a synthetic result saying
+  the result was lost and why (`Lost`, see `lost_text`);
+- a result with no call (its call cut off, retracted, or never recorded) is left out;
+- a result stored later than the first message after its call block is moved up to
+  its call (results always directly after their call: chat-style APIs require it);
+- a history that is already well paired comes back unchanged, item for item.
+
+It is pure and linear: the caller describes each item once (`Tools`, built without
+decoding anything twice) and renders the plan (`Plan.steps`) in its own item types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal, get_args
+
+import msgspec
+
+from convlog.domain.content import ThinkingPart, ToolResultPart, ToolUsePart
+from convlog.domain.events import MessageAppended
+
+Cause = Literal["cancelled", "process_died", "retracted", "budget", "missing_in_import",
+                "no_call", "duplicate"]
+CAUSES: tuple[str, ...] = get_args(Cause)
+
+_WHY: dict[str, str] = {
+    "cancelled": "the turn was cancelled before the tool finished",
+    "process_died": "the process running the tool stopped before recording its result",
+    "retracted": "the result was retracted (removed from the session)",
+    "budget": "the result was cut off by the history limit",
+    "missing_in_import": "the imported transcript does not contain it",
+}
+
+
+def lost_text(cause: Cause, name: str = "") -> str:
+    """The synthetic result's text: what a model (and a reader) needs to go on."""
+    tool = f" of tool {name}" if name else ""
+    why = _WHY.get(cause, "it was not recorded")
+    return (f"[convlog: the result{tool} was lost: {why}. "
+            "The tool may or may not have run; do not assume its outcome.]")
+
+
+class Tools(msgspec.Struct, frozen=True):
+    """What pairing needs to know of one item: the calls it makes (id, name), the
+    results it carries (call ids), and whether it holds anything else (text, ...).
+    An item with none of these (an SDK's marker, a hosted tool's record) is neutral:
+    kept where it is, it does not end a call's exchange."""
+
+    calls: tuple[tuple[str, str], ...] = ()
+    results: tuple[str, ...] = ()
+    other: bool = True
+
+
+class Lost(msgspec.Struct, frozen=True):
+    """A synthetic result to insert for a call whose result is missing."""
+
+    call_id: str
+    name: str
+    cause: Cause
+
+    @property
+    def text(self) -> str:
+        return lost_text(self.cause, self.name)
+
+
+_EMPTY: frozenset[str] = frozenset()
+
+
+class Keep(msgspec.Struct, frozen=True):
+    """Input item `index`, without the results named in `drop` (left out: no call)."""
+
+    index: int
+    drop: frozenset[str] = frozenset()
+
+
+class Repair(msgspec.Struct, frozen=True):
+    """One repair, for the agent view and telemetry: `synthesized` a lost result,
+    `dropped` a result without call, `moved` a late result up to its call."""
+
+    kind: Literal["synthesized", "dropped", "moved"]
+    call_id: str
+    cause: Cause | None
+    index: int
+    """The input item the repair concerns (the call's for `synthesized`)."""
+
+
+class Plan(msgspec.Struct, frozen=True):
+    steps: list[Keep | Lost]
+    repairs: list[Repair]
+
+
+def pair(items: Sequence[Tools], *, causes: Mapping[str, Cause] | None = None,
+         missing: Cause = "process_died", orphan: Cause = "no_call") -> Plan:
+    """Plan a well-paired history from `items` (in stored order). `causes` names why
+    a given call's result is missing, when the caller knows (a retracted or cancelled
+    call); else `missing` is used. `orphan` is why a result without call is left out
+    ("budget" when the caller cut the front of the history)."""
+    causes = causes or {}
+    # pass 1: where each call is, and the first result-only item answering it
+    call_at: dict[str, int] = {}
+    answer_at: dict[str, int] = {}
+    for i, item in enumerate(items):
+        for call_id, _ in item.calls:
+            call_at.setdefault(call_id, i)
+        if not item.calls and not item.other:
+            for call_id in item.results:
+                answer_at.setdefault(call_id, i)
+    steps: list[Keep | Lost] = []
+    repairs: list[Repair] = []
+    pending: dict[str, tuple[str, int]] = {}  # open calls: id -> (name, index)
+    answered: set[str] = set()
+    pulled: set[int] = set()
+    answering = False  # the open block has had results: a call now starts a new one
+
+    def close() -> None:
+        for call_id, (name, at) in pending.items():
+            j = answer_at.get(call_id)
+            if j is not None and j > at and j not in pulled and all(r in pending or r in answered
+                                                           for r in items[j].results):
+                pulled.add(j)
+                steps.append(_keep(j, items[j], pending, answered, repairs))
+                repairs.append(Repair(kind="moved", call_id=call_id, cause=None, index=j))
+                continue
+            if call_id in answered:
+                continue
+            cause = causes.get(call_id, missing)
+            steps.append(Lost(call_id=call_id, name=name, cause=cause))
+            repairs.append(Repair(kind="synthesized", call_id=call_id, cause=cause, index=at))
+            answered.add(call_id)
+        pending.clear()
+        nonlocal answering
+        answering = False
+
+    for i, item in enumerate(items):
+        if i in pulled:
+            continue
+        answers_pending = bool(item.results) and any(r in pending for r in item.results)
+        if pending and item.calls and answering:
+            close()  # a new call block: the open calls' results come before it
+        if pending and not item.calls and (item.results or item.other):
+            if not answers_pending:
+                close()
+            elif item.other:  # results then text (an Anthropic user message): the
+                mine = {r: pending.pop(r) for r in item.results if r in pending}
+                close()       # other calls' results go before it, and its text ends
+                pending.update(mine)  # the exchange
+        dropped = frozenset(r for r in item.results
+                            if r in answered or (r not in pending)) if item.results else _EMPTY
+        for r in item.results:
+            if r in dropped:
+                cause: Cause = ("duplicate" if r in answered else
+                                "no_call" if call_at.get(r, -1) > i else orphan)
+                repairs.append(Repair(kind="dropped", call_id=r, cause=cause, index=i))
+            else:
+                answered.add(r)
+        for r in item.results:
+            if pending.pop(r, None) is not None:
+                answering = True
+        if dropped and not item.calls and not item.other and dropped >= set(item.results):
+            continue  # nothing left of it
+        steps.append(Keep(index=i, drop=dropped))
+        if not pending:
+            answering = False
+        for call_id, name in item.calls:
+            if call_id not in answered and call_id not in pending:
+                pending[call_id] = (name, i)
+    close()
+    return Plan(steps=steps, repairs=repairs)
+
+
+def _keep(j: int, item: Tools, pending: dict[str, tuple[str, int]], answered: set[str],
+          repairs: list[Repair]) -> Keep:
+    drop = frozenset(r for r in item.results if r in answered)
+    for r in drop:
+        repairs.append(Repair(kind="dropped", call_id=r, cause="duplicate", index=j))
+    answered.update(item.results)
+    return Keep(index=j, drop=drop)
+
+
+def message_tools(event: MessageAppended) -> Tools:
+    """A stored message as pairing sees it: chat-style `tool_calls` / `tool_call_id`
+    and Anthropic-style `tool_use` / `tool_result` parts alike."""
+    calls = [(c.id, c.name) for c in event.tool_calls]
+    results = [event.tool_call_id] if event.role == "tool" and event.tool_call_id else []
+    other = False
+    content = event.content
+    if isinstance(content, str):
+        other = bool(content) and event.role != "tool"
+    else:
+        for part in content:
+            if isinstance(part, ToolUsePart):
+                calls.append((part.id, part.name))
+            elif isinstance(part, ToolResultPart):
+                results.append(part.tool_use_id)
+            elif not isinstance(part, ThinkingPart):  # reasoning may sit between calls
+                other = True
+    return Tools(calls=tuple(calls), results=tuple(results), other=other)
+
+
+def check_pairs(items: Sequence[Tools]) -> list[str]:
+    """What is wrong with a history, as sentences (empty: well paired). A call's
+    results must all come before any item that is neither a call nor a result."""
+    problems: list[str] = []
+    pending: set[str] = set()
+    seen: set[str] = set()
+    answering = False
+    for i, item in enumerate(items):
+        if pending and item.calls and answering:
+            problems.append(f"item {i}: calls {sorted(pending)} have no result before it")
+            pending.clear()
+        for r in item.results:
+            if r not in pending:
+                problems.append(f"item {i}: result for {r!r} without an open call")
+            pending.discard(r)
+            answering = True
+            seen.add(r)
+        if pending and not item.calls and item.other:
+            problems.append(f"item {i}: calls {sorted(pending)} have no result before it")
+            pending.clear()
+        if not pending:
+            answering = False
+        for call_id, _ in item.calls:
+            if call_id in seen:
+                problems.append(f"item {i}: call id {call_id!r} used twice")
+            seen.add(call_id)
+            pending.add(call_id)
+    if pending:
+        problems.append(f"end: calls {sorted(pending)} have no result")
+    return problems

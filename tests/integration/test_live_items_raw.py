@@ -1,0 +1,67 @@
+"""`ConversationLog.live_items`: the SDK stores' read path that decodes a message only
+as far as its SDK item (issue 30). It must choose exactly the messages `live_messages`
+chooses, give back the same items, and fall back to the whole message when there is
+no item to give (another host's message) or when the row is sealed (encrypted store)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import convlog
+from convlog.domain.events import MessageAppended
+from convlog.services.items import RawItem
+
+
+def item(n: int) -> dict[str, object]:
+    return {"type": "function_call", "call_id": f"call_{n}", "name": "f", "arguments": "{}"}
+
+
+def filled(log: convlog.ConversationLog) -> convlog.ConversationLog:
+    conv = log.conversation("lean")
+    conv.append_turn([convlog.Message(role="user", content=f"m{n}", raw=item(n))
+                      for n in range(5)])
+    conv.retract_last("pop_item")  # m4 goes
+    conv.clear()
+    conv.append_turn([convlog.Message(role="user", content=f"m{n}", raw=item(n))
+                      for n in range(5, 300)])
+    conv.append(convlog.user("no item: written by another host"))
+    conv.retract_last("pop_item")
+    conv.append(convlog.user("still no item"))
+    conv.retract_last("pop_item")
+    conv.append(convlog.Message(role="user", content="m300", raw=item(300)))
+    conv.append(convlog.user("plain"))
+    return log
+
+
+@pytest.mark.parametrize("last", [None, 1, 2, 20, 130, 500])
+def test_live_items_choose_what_live_messages_choose(log: convlog.ConversationLog,
+                                                     last: int | None) -> None:
+    filled(log)
+    full = log.live_messages("lean", last=last)
+    lean = log.live_items("lean", last=last)
+    assert [m.message_id for m in lean] == [m.message_id for m in full]
+    assert [m.raw for m in lean] == [m.raw for m in full]
+    # an item's type and call id are there for list-level rules (tool-call pairing)
+    assert all(isinstance(m, RawItem) for m in lean[:-1])
+    assert isinstance(lean[-1], MessageAppended) and lean[-1].content == "plain"
+
+
+def test_live_items_of_an_encrypted_store(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONVLOG_KEY", "22" * 32)
+    url = f"sqlite:///{tmp_path}/sealed.db"
+    with convlog.open(url) as log:
+        filled(log)
+    raw_bytes = (tmp_path / "sealed.db").read_bytes()
+    assert b"call_299" not in raw_bytes  # sealed at rest (the WAL is checkpointed on close)
+    with convlog.open(url) as log:
+        lean = log.live_items("lean")
+        assert [m.raw for m in lean] == [m.raw for m in log.live_messages("lean")]
+        assert lean[0].raw == item(5)
+
+
+def test_live_items_of_an_unknown_conversation(log: convlog.ConversationLog) -> None:
+    with pytest.raises(convlog.UnknownConversation):
+        log.live_items("nobody")

@@ -1,0 +1,93 @@
+"""Issue 28 with the real `claude_agent_sdk`: what the store's `load` hands back, as
+the SDK's own reader (`get_session_messages_from_store`) rebuilds the conversation
+chain from it, answers every tool_use with a tool_result in the next user message and
+holds no tool_result without its tool_use, whatever was stored."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("claude_agent_sdk")
+from claude_agent_sdk import get_session_messages_from_store
+
+from convlog.integrations.claude_agent_sdk import ConvlogSessionStore
+from tests.sdks.test_claude_agent_sdk import KEY, TRANSCRIPT, entry
+
+CALL = TRANSCRIPT[2]  # a2: tool_use toolu_1, child of a1
+
+
+def blocks(message: Any) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def api_problems(messages: list[Any]) -> list[str]:
+    """The Messages API's rule on the chain the SDK rebuilt (consecutive assistant
+    records of one response merged, as the API sees them)."""
+    problems: list[str] = []
+    pending: set[str] = set()
+    for i, m in enumerate(messages):
+        body = m.message if isinstance(m.message, dict) else {}
+        results = {b["tool_use_id"] for b in blocks(body) if b.get("type") == "tool_result"}
+        calls = {b["id"] for b in blocks(body) if b.get("type") == "tool_use"}
+        if m.type == "user":
+            if results - pending:
+                problems.append(f"{i}: tool_result for {sorted(results - pending)} "
+                                "without tool_use")
+            if pending - results:
+                problems.append(f"{i}: tool_use {sorted(pending - results)} unanswered")
+            pending = set()
+        else:
+            pending |= calls
+    if pending:
+        problems.append(f"end: tool_use {sorted(pending)} unanswered")
+    return problems
+
+
+def chain(tmp_path: Path, entries: list[Any]) -> tuple[list[Any], list[Any]]:
+    async def go() -> tuple[list[Any], list[Any]]:
+        store = ConvlogSessionStore(f"sqlite:///{tmp_path / 'c.db'}")
+        try:
+            await store.append(KEY, entries)
+            loaded = await store.load(KEY) or []
+            messages = await get_session_messages_from_store(
+                store, KEY["session_id"], directory="/home/me/api")
+            return loaded, messages
+        finally:
+            store.close()
+    return asyncio.run(go())
+
+
+def test_a_tool_use_whose_process_died_is_answered(tmp_path: Path) -> None:
+    loaded, messages = chain(tmp_path, TRANSCRIPT[:3])
+    assert loaded[:3] == TRANSCRIPT[:3]
+    lost = loaded[3]
+    assert lost["parentUuid"] == "a2" and lost["type"] == "user"
+    assert blocks(lost["message"])[0]["tool_use_id"] == "toolu_1"
+    assert api_problems(messages) == []
+
+
+def test_the_turn_after_a_lost_result_is_chained_to_it(tmp_path: Path) -> None:
+    later = entry("u9", "user", {"role": "user", "content": "are you there?"}, "a2")
+    _, messages = chain(tmp_path, [*TRANSCRIPT[:3], later])
+    assert [m.uuid for m in messages][:3] == ["u1", "a1", "a2"]
+    assert messages[-1].uuid == "u9" and len(messages) == 5
+    assert api_problems(messages) == []
+
+
+def test_a_tool_result_without_tool_use_is_left_out(tmp_path: Path) -> None:
+    orphan = entry("u2", "user", {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_gone", "content": "x"},
+        {"type": "text", "text": "and this"}]}, "u1")
+    loaded, messages = chain(tmp_path, [TRANSCRIPT[0], orphan])
+    assert blocks(loaded[1]["message"]) == [{"type": "text", "text": "and this"}]
+    assert api_problems(messages) == []
+
+
+def test_a_well_paired_transcript_comes_back_exactly(tmp_path: Path) -> None:
+    loaded, messages = chain(tmp_path, TRANSCRIPT)
+    assert loaded == TRANSCRIPT and api_problems(messages) == []

@@ -1,0 +1,108 @@
+"""The pairing rule (convlog.projections.pairing): every history it plans is well
+paired, and a well-paired history comes back unchanged (issue 28)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from convlog.projections.pairing import Keep, Lost, Tools, check_pairs, pair
+
+
+def call(*ids: str, other: bool = False) -> Tools:
+    return Tools(calls=tuple((i, f"tool_{i}") for i in ids), other=other)
+
+
+def result(*ids: str, other: bool = False) -> Tools:
+    return Tools(results=ids, other=other)
+
+
+TEXT = Tools()
+
+
+def apply(items: list[Tools], plan_steps: list[Keep | Lost]) -> list[Tools]:
+    out = []
+    for step in plan_steps:
+        if isinstance(step, Lost):
+            out.append(Tools(results=(step.call_id,), other=False))
+        else:
+            item = items[step.index]
+            out.append(Tools(calls=item.calls,
+                             results=tuple(r for r in item.results if r not in step.drop),
+                             other=item.other))
+    return out
+
+
+def test_a_call_without_result_gets_a_lost_result_right_after_it() -> None:
+    items = [TEXT, call("a"), TEXT]
+    plan = pair(items, causes={"a": "cancelled"})
+    assert plan.steps[:3] == [Keep(index=0), Keep(index=1), Lost("a", "tool_a", "cancelled")]
+    assert "cancelled" in plan.steps[2].text  # type: ignore[union-attr]
+    assert [r.kind for r in plan.repairs] == ["synthesized"]
+    assert check_pairs(apply(items, plan.steps)) == []
+
+
+def test_a_trailing_call_is_answered_with_the_default_cause() -> None:
+    plan = pair([TEXT, call("a", "b")], missing="budget")
+    assert [s for s in plan.steps if isinstance(s, Lost)] == [
+        Lost("a", "tool_a", "budget"), Lost("b", "tool_b", "budget")]
+
+
+def test_a_result_without_call_is_left_out() -> None:
+    items = [result("x"), TEXT, call("a"), result("a"), result("a")]
+    plan = pair(items, orphan="budget")
+    assert plan.steps == [Keep(index=1), Keep(index=2), Keep(index=3)]
+    assert [(r.kind, r.cause) for r in plan.repairs] == [("dropped", "budget"),
+                                                          ("dropped", "duplicate")]
+
+
+def test_a_late_result_is_moved_up_to_its_call() -> None:
+    items = [call("a"), TEXT, result("a")]
+    plan = pair(items)
+    assert plan.steps == [Keep(index=0), Keep(index=2), Keep(index=1)]
+    assert [r.kind for r in plan.repairs] == ["moved"]
+
+
+def test_mixed_results_and_text_keep_the_text() -> None:
+    items = [call("a", "b"), result("a", "z", other=True)]
+    plan = pair(items)
+    # the lost result of b goes before the message, whose text ends the exchange
+    assert plan.steps[1:] == [Lost("b", "tool_b", "process_died"),
+                              Keep(index=1, drop=frozenset({"z"}))]
+    assert check_pairs(apply(items, plan.steps)) == []
+
+
+ids = st.sampled_from("abcdef")
+tools = st.one_of(
+    st.just(TEXT),
+    st.just(Tools(other=False)),
+    st.lists(ids, min_size=1, max_size=3, unique=True).map(lambda c: call(*c)),
+    st.lists(ids, min_size=1, max_size=3, unique=True).map(lambda c: call(*c, other=True)),
+    st.lists(ids, min_size=1, max_size=2, unique=True).map(lambda r: result(*r)),
+    st.lists(ids, min_size=1, max_size=2, unique=True).map(lambda r: result(*r, other=True)),
+)
+
+
+@settings(max_examples=500)
+@given(st.lists(tools, max_size=14))
+def test_every_plan_is_well_paired(items: list[Tools]) -> None:
+    # a call id is unique in a real history: number repeated ones apart
+    seen: dict[str, int] = {}
+    fixed = []
+    for item in items:
+        calls = []
+        for cid, name in item.calls:
+            seen[cid] = seen.get(cid, 0) + 1
+            calls.append((f"{cid}{seen[cid]}", name))
+        results = tuple(f"{r}{max(seen.get(r, 0), 1)}" for r in item.results)
+        fixed.append(Tools(calls=tuple(calls), results=results, other=item.other))
+    plan = pair(fixed)
+    out = apply(fixed, plan.steps)
+    assert check_pairs(out) == []
+    kept = [s.index for s in plan.steps if isinstance(s, Keep)]
+    assert len(kept) == len(set(kept))
+    # nothing but tool results is ever left out
+    assert all(i in kept for i, item in enumerate(fixed)
+               if item.other or item.calls or not item.results)
+    if check_pairs(fixed) == []:
+        assert plan.repairs == [] and kept == list(range(len(fixed)))
