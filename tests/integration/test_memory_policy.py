@@ -139,3 +139,21 @@ def test_over_http_a_conversation_gets_its_own_policy(tmp_path: Path) -> None:
     with convlog.open(url, preload_tokenizer=False) as log:
         assert log.state("c").policy() == (0, 3)
         assert live_agent_blocks(log.view("c", "agent")) == []
+
+
+def test_the_handle_and_the_async_log_set_it_too(tmp_path: Path) -> None:
+    import asyncio
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    record(url, cap=3)
+    with convlog.open(url, preload_tokenizer=False) as log:
+        assert log.conversation("c").set_memory_policy(
+            max_injected_blocks_in_history=2, context_window_depth=1) == (2, 1)
+
+        async def run() -> tuple[int, int]:
+            alog = convlog.AsyncConversationLog(log)
+            return await (await alog.get("c")).set_memory_policy(
+                max_injected_blocks_in_history=1, context_window_depth=1)
+
+        assert asyncio.run(run()) == (1, 1)
+        assert len(log.live_memory("c")) == 1
