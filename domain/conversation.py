@@ -125,6 +125,8 @@ class Conversation(msgspec.Struct, kw_only=True):
     recorded, the default applies; see `policy`)."""
     memory_depth: int | None = None
     """`context_window_depth` of the latest MemoryPolicySet (None: the default)."""
+    memory_pinned: bool = False
+    """The policy was set for this conversation on purpose (MemoryPolicySet.pinned)."""
     forgotten: bool = False
     """Its user was forgotten (UserForgotten): the content is erased, nothing more is
     recorded."""
@@ -183,6 +185,7 @@ def evolve(state: Conversation, event: Event) -> None:
     elif isinstance(event, MemoryPolicySet):
         state.memory_cap = event.max_injected_blocks_in_history
         state.memory_depth = event.context_window_depth
+        state.memory_pinned = event.pinned
     elif isinstance(event, UserForgotten):
         state.forgotten = True
         state.title = state.workspace = None
@@ -259,6 +262,9 @@ class SetMemoryPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
     max_injected_blocks_in_history: int
     context_window_depth: int
+    pinned: bool = False
+    """Set for this conversation on purpose: recorded even when equal, and a later
+    unpinned policy (a process's options) leaves it alone."""
 
 
 class Forget(msgspec.Struct, frozen=True, kw_only=True):
@@ -306,10 +312,12 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         return [] if state.started else [_start(state.key, command, now)]
     if isinstance(command, SetMemoryPolicy):
         wanted = (command.max_injected_blocks_in_history, command.context_window_depth)
-        if not state.started or state.forgotten or wanted == state.policy():
+        if not state.started or state.forgotten or (
+                state.memory_pinned and not command.pinned) or (
+                wanted == state.policy() and state.memory_pinned == command.pinned):
             return []
         return [MemoryPolicySet(at=now, max_injected_blocks_in_history=wanted[0],
-                                context_window_depth=wanted[1])]
+                                context_window_depth=wanted[1], pinned=command.pinned)]
     if isinstance(command, Forget):
         if not state.started or state.user != command.user:
             raise UnknownConversation(state.key)
@@ -348,6 +356,8 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     elif isinstance(command, RecordFact):
         events.append(_checked_fact(msgspec.structs.replace(command.event, at=now), state))
     elif isinstance(command, InjectMemory):
+        if state.memory_pinned:  # the conversation's own cooldown, not the writer's
+            command = msgspec.structs.replace(command, cooldown_turns=state.policy()[1])
         events.append(decide_memory(command, turns=state.turns, recent=state.recent_memories,
                                     bound_session=state.native_session_id, now=now))
     return events

@@ -252,6 +252,10 @@ class MemoryPolicySet(Event, tag="memory_policy_set", frozen=True):
 
     max_injected_blocks_in_history: int
     context_window_depth: int
+    pinned: bool = False
+    """Set for this conversation on purpose (`log.set_memory_policy`, PUT
+    /v1/conversations/{key}/memory/policy): a process's own options no longer
+    change it; only another such setting does."""
 
 
 AnyEvent = (

@@ -11,13 +11,15 @@ from __future__ import annotations
 import msgspec
 
 import convlog
+from convlog.domain.conversation import SetMemoryPolicy
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MemoryInjected
-from convlog.domain.memory import InjectMemory
+from convlog.domain.memory import InjectMemory, check_depth
 from convlog.http.conversations import CONTEXT_QUERY
 from convlog.http.endpoint import Call, Endpoint, Param
 from convlog.http.problems import ProblemError
-from convlog.http.schema import MemoryIn, MemoryState
+from convlog.http.schema import MemoryIn, MemoryPolicyIn, MemoryState
+from convlog.projections.memory import check_cap
 from convlog.projections.resumption import SPAN_FORMATS
 from convlog.services.memory import as_block
 from convlog.services.resumption import SPAN_MESSAGES, span_budget
@@ -46,6 +48,17 @@ def _state(log: convlog.ConversationLog, key: str, at: int | None) -> MemoryStat
     cap, depth = log.state(key).policy()  # the conversation's recorded policy
     return MemoryState(live=log.live_memory(key, at=at), cooldown=log.memory_cooldown(key),
                        max_injected_blocks_in_history=cap, context_window_depth=depth)
+
+
+async def set_policy(call: Call) -> MemoryState:
+    body = await call.body(MemoryPolicyIn)
+    check_cap(body.max_injected_blocks_in_history)
+    check_depth(body.context_window_depth)
+    key, first = await call.writable()
+    await call.write(key, [*first, SetMemoryPolicy(
+        max_injected_blocks_in_history=body.max_injected_blocks_in_history,
+        context_window_depth=body.context_window_depth, pinned=True)])
+    return await call.run(_state, call.log, key, None)
 
 
 async def state(call: Call) -> MemoryState:
@@ -96,6 +109,11 @@ ENDPOINTS = [
              operation_id="getMemory", answer=MemoryState, tag="memory",
              query=(Param("at", {"type": "integer", "minimum": 1},
                           "the blocks live at this log version (a replay)"),)),
+    Endpoint("PUT", KEY + "/memory/policy", set_policy,
+             "Set this conversation's memory policy from here on (recorded in its log; "
+             "the server's own settings no longer change it)",
+             operation_id="setMemoryPolicy", body=MemoryPolicyIn, answer=MemoryState,
+             tag="memory"),
     Endpoint("GET", "/v1/context", user_context,
              "One budgeted context across a user's (or workspace's) recent conversations, "
              "newest first, with the catalog's metadata",

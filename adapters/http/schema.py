@@ -73,6 +73,14 @@ class MemoryIn(Body, frozen=True):
     native_session_id: str | None = None
 
 
+class MemoryPolicyIn(Body, frozen=True):
+    """The memory policy of this conversation from here on (recorded; the server's own
+    `--max-injected-blocks-in-history` / `--context-window-depth` no longer change it)."""
+
+    max_injected_blocks_in_history: int
+    context_window_depth: int
+
+
 class ReasonIn(Body, frozen=True):
     reason: str | None = None
 

@@ -131,6 +131,13 @@ class AsyncConversationLog:
     async def memory_cooldown(self, key: str) -> dict[str, int]:
         return await asyncio.to_thread(self.sync.memory_cooldown, key)
 
+    async def set_memory_policy(self, key: str, *, max_injected_blocks_in_history: int,
+                                context_window_depth: int) -> tuple[int, int]:
+        return await asyncio.to_thread(
+            self.sync.set_memory_policy, key,
+            max_injected_blocks_in_history=max_injected_blocks_in_history,
+            context_window_depth=context_window_depth)
+
     async def live_memory(self, key: str, *, at: int | None = None) -> list[MemoryBlock]:
         return await asyncio.to_thread(self.sync.live_memory, key, at=at)
 
@@ -265,6 +272,12 @@ class AsyncConversationHandle:
 
     async def memory_cooldown(self) -> dict[str, int]:
         return await self.log.memory_cooldown(self.key)
+
+    async def set_memory_policy(self, *, max_injected_blocks_in_history: int,
+                                context_window_depth: int) -> tuple[int, int]:
+        return await self.log.set_memory_policy(
+            self.key, max_injected_blocks_in_history=max_injected_blocks_in_history,
+            context_window_depth=context_window_depth)
 
     async def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
         return await self.log.live_memory(self.key, at=at)

@@ -99,6 +99,13 @@ class ConversationHandle:
     def memory_cooldown(self) -> dict[str, int]:
         return self.log.memory_cooldown(self.key)
 
+    def set_memory_policy(self, *, max_injected_blocks_in_history: int,
+                          context_window_depth: int) -> tuple[int, int]:
+        """This conversation's own memory policy from here on (see the log's)."""
+        return self.log.set_memory_policy(
+            self.key, max_injected_blocks_in_history=max_injected_blocks_in_history,
+            context_window_depth=context_window_depth)
+
     def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
         return self.log.live_memory(self.key, at=at)
 

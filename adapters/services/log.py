@@ -30,16 +30,17 @@ from convlog.domain.conversation import (
     Command,
     Conversation,
     Reactivate,
+    SetMemoryPolicy,
     StartConversation,
     check_key,
     conversation_id,
 )
 from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended, Recorded
-from convlog.domain.memory import InjectMemory
+from convlog.domain.memory import InjectMemory, check_depth
 from convlog.domain.messages import Message
 from convlog.projections.context import Budget
-from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
+from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.projections.replay_views import ConversationView, parse_point
 from convlog.projections.replay_views import view as _view
 from convlog.projections.timeline import TimelineRow, timeline
@@ -308,6 +309,19 @@ class ConversationLog(CatalogQueries):
         if block_id is not None:
             command = msgspec.structs.replace(command, block_id=block_id)
         return inject(self._writer, check_key(key), command)
+
+    def set_memory_policy(self, key: str, *, max_injected_blocks_in_history: int,
+                          context_window_depth: int) -> tuple[int, int]:
+        """Set the memory policy of ONE conversation from here on (recorded, pinned:
+        the options of the processes that write to it no longer change it; another
+        call does). Returns the policy in force."""
+        check_cap(max_injected_blocks_in_history)
+        check_depth(context_window_depth)
+        self.state(key)  # an unknown conversation is an error, not a silent no-op
+        self._writer.execute(key, [SetMemoryPolicy(
+            max_injected_blocks_in_history=max_injected_blocks_in_history,
+            context_window_depth=context_window_depth, pinned=True)])
+        return self.state(key).policy()
 
     def memory_cooldown(self, key: str) -> dict[str, int]:
         """{memory id: turns left} for the memory ids that must not be injected now."""

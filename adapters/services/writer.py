@@ -136,7 +136,7 @@ class Writer:
         is the host's own (a new conversation, a turn, a memory block): opening an
         existing conversation or a maintenance write
         (archive, a resume fact) never changes the policy in force."""
-        if self.policy is None or not any(
+        if self.policy is None or state.memory_pinned or not any(
                 isinstance(c, AppendMessages | InjectMemory)
                 or (isinstance(c, StartConversation) and not state.started)
                 for c in commands):

@@ -97,3 +97,63 @@ def test_a_conversation_with_no_recorded_policy_uses_the_defaults(tmp_path: Path
         assert log.state("c").policy() == (3, 4)
     with convlog.open(url, preload_tokenizer=False) as log:
         assert len(log.live_memory("c")) == 3
+
+
+def test_a_policy_set_for_one_conversation_wins_over_the_writers_options(
+        tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    record(url, cap=3)
+    with convlog.open(url, preload_tokenizer=False) as log:
+        assert log.set_memory_policy("c", max_injected_blocks_in_history=1,
+                                     context_window_depth=2) == (1, 2)
+        with pytest.raises(convlog.InvalidInput):
+            log.set_memory_policy("c", max_injected_blocks_in_history=-1,
+                                  context_window_depth=2)
+        with pytest.raises(convlog.UnknownConversation):
+            log.set_memory_policy("nope", max_injected_blocks_in_history=1,
+                                  context_window_depth=2)
+    record(url, cap=5)  # a host with other options writes on: the setting stays
+    with convlog.open(url, preload_tokenizer=False) as log:
+        assert log.state("c").policy() == (1, 2)
+        assert len(log.live_memory("c")) == 1
+
+
+def test_over_http_a_conversation_gets_its_own_policy(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.httpserver import served
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    record(url, cap=3)
+    with convlog.open(url, preload_tokenizer=False) as log, served(log) as base:
+        put = httpx.put(f"{base}/v1/conversations/c/memory/policy", timeout=10,
+                        json={"max_injected_blocks_in_history": 0, "context_window_depth": 3})
+        assert put.status_code == 200, put.text
+        assert (put.json()["max_injected_blocks_in_history"],
+                put.json()["context_window_depth"]) == (0, 3)
+        assert put.json()["live"] == []  # cap 0: the blocks of earlier turns are gone
+        bad = httpx.put(f"{base}/v1/conversations/c/memory/policy", timeout=10,
+                        json={"max_injected_blocks_in_history": 5000,
+                              "context_window_depth": 3})
+        assert bad.status_code == 422 and "max_injected_blocks_in_history" in bad.text
+    with convlog.open(url, preload_tokenizer=False) as log:
+        assert log.state("c").policy() == (0, 3)
+        assert live_agent_blocks(log.view("c", "agent")) == []
+
+
+def test_the_handle_and_the_async_log_set_it_too(tmp_path: Path) -> None:
+    import asyncio
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    record(url, cap=3)
+    with convlog.open(url, preload_tokenizer=False) as log:
+        assert log.conversation("c").set_memory_policy(
+            max_injected_blocks_in_history=2, context_window_depth=1) == (2, 1)
+
+        async def run() -> tuple[int, int]:
+            alog = convlog.AsyncConversationLog(log)
+            return await (await alog.get("c")).set_memory_policy(
+                max_injected_blocks_in_history=1, context_window_depth=1)
+
+        assert asyncio.run(run()) == (1, 1)
+        assert len(log.live_memory("c")) == 1
