@@ -10,43 +10,25 @@ from the committed src/schema.d.ts: the OpenAPI document changed and nobody ran
 
 from __future__ import annotations
 
-import filecmp
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 import convlog
 from tests.httpserver import ADMIN_TOKEN, spawn_serve
+from tests.node_packages import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "typescript"
 
 
-def installed() -> Path:
+def installed_client() -> Path:
     """A copy of clients/typescript with its locked node_modules, in the venv."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("Node.js and npm are not installed on this machine")
-    home = Path(sys.prefix) / "node-client"
-    lock = home / "package-lock.json"
-    if not (home / "node_modules").exists() or not lock.exists() or not filecmp.cmp(
-            lock, CLIENT / "package-lock.json", shallow=False):
-        home.mkdir(exist_ok=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy(CLIENT / name, home / name)
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=home,
-                       check=True, timeout=300)
-    shutil.copy(CLIENT / "tsconfig.json", home / "tsconfig.json")
-    shutil.rmtree(home / "src", ignore_errors=True)
-    shutil.copytree(CLIENT / "src", home / "src")
-    return home
+    return installed(CLIENT, "node-client")
 
 
 def test_the_generated_types_match_the_openapi_document(tmp_path: Path) -> None:
-    home = installed()
+    home = installed_client()
     out = tmp_path / "schema.d.ts"
     generator = home / "node_modules" / ".bin" / "openapi-typescript"
     done = subprocess.run([str(generator), str(ROOT / "docs" / "openapi.json"),
@@ -60,7 +42,7 @@ def test_the_generated_types_match_the_openapi_document(tmp_path: Path) -> None:
 
 
 def test_the_typescript_client_runs_against_a_real_server(tmp_path: Path) -> None:
-    home = installed()
+    home = installed_client()
     compiled = subprocess.run([str(home / "node_modules" / ".bin" / "tsc"), "-p", str(home)],
                               capture_output=True, text=True, timeout=300)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr

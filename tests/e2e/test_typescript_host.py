@@ -19,20 +19,17 @@ gets no node_modules. Skipped, saying so, only where Node.js and npm are absent.
 from __future__ import annotations
 
 import contextlib
-import filecmp
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import convlog
 from tests.e2e.acp_harness import agent_command, env, proxy_command, trace
+from tests.node_packages import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = ROOT / "tests" / "hosts" / "typescript"
@@ -41,20 +38,7 @@ SYSTEM = "You are Desk, ACME's assistant. Be brief. SYSTEM-PROMPT-MARKER 2026."
 
 def built_host() -> Path:
     """tests/hosts/typescript with its locked node_modules, in the venv, compiled."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("Node.js and npm are not installed on this machine")
-    home = Path(sys.prefix) / "node-acp-host"
-    lock = home / "package-lock.json"
-    if not (home / "node_modules").exists() or not lock.exists() or not filecmp.cmp(
-            lock, HOST / "package-lock.json", shallow=False):
-        home.mkdir(exist_ok=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy(HOST / name, home / name)
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=home,
-                       check=True, timeout=300)
-    shutil.copy(HOST / "tsconfig.json", home / "tsconfig.json")
-    shutil.rmtree(home / "src", ignore_errors=True)
-    shutil.copytree(HOST / "src", home / "src")
+    home = installed(HOST, "node-acp-host")
     compiled = subprocess.run([str(home / "node_modules" / ".bin" / "tsc"), "-p", str(home)],
                               capture_output=True, text=True, timeout=300)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
