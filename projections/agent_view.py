@@ -27,6 +27,10 @@ did. Rules, from the events' own meaning:
   its entry stays, marked, and a marker shows where;
 - ``conversation_cleared``: nothing from before it is shown; context starts empty.
 
+What the agent holds (its live messages) is what convlog hands its model, so the
+tool-pairing repairs convlog makes to it are marked (convlog.projections.repair_marks):
+a synthesized lost result, a result without its call left out.
+
 A fresh session that starts empty while earlier messages exist, and gets nothing
 injected before its first message, is flagged (`alert`): "why did the agent forget".
 
@@ -36,7 +40,7 @@ the one place a new kind of injected text plugs in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -55,6 +59,8 @@ from convlog.domain.events import (
     is_fresh_strategy,
 )
 from convlog.projections.memory import DEFAULT_CAP, lifetimes, policy_cap
+from convlog.projections.pairing import Cause, Tools, message_tools
+from convlog.projections.repair_marks import lost_causes, mark_repairs
 from convlog.projections.transcript import render_content, shorten
 from convlog.projections.view_model import ConversationView, EntryKind, Point, ViewEntry, cut
 
@@ -74,6 +80,8 @@ class _Slot:
     note: str | None = None
     gone: str | None = None
     alert: bool = False
+    tools: Tools | None = None
+    """A message's tool calls and results, as pairing sees them."""
 
 
 class AgentWalk:
@@ -248,7 +256,7 @@ class AgentWalk:
         for s in reversed(held):
             self._append_message(_Slot(
                 version=s.version, at=s.at, kind="message", text=s.text, segment=self.segment,
-                role=s.role, message_id=s.message_id,
+                role=s.role, message_id=s.message_id, tools=s.tools,
                 note=f"sent after the injection at #{r.version}"))
 
     def _summary(self, r: Recorded, e: SummaryRecorded) -> None:
@@ -301,9 +309,12 @@ class AgentWalk:
     # ------------------------------------------------------------------ result
 
     def finish(self, key: str, version: int, evicted: dict[int, int | None] | None = None,
-               memory_cap: int = DEFAULT_CAP) -> ConversationView:
+               memory_cap: int = DEFAULT_CAP, causes: Mapping[str, Cause] | None = None
+               ) -> ConversationView:
         """The view; `evicted` is the memory projection's answer for each block
-        (its version: the version that evicted it, None while live)."""
+        (its version: the version that evicted it, None while live). The pairing
+        repairs of what is live are marked (convlog.projections.repair_marks), with
+        `causes` saying why a call's result is missing."""
         self._settle_fresh(False)
         entries = []
         for s in self.slots:
@@ -318,6 +329,7 @@ class AgentWalk:
                 message_id=s.message_id, session=self.names[s.segment],
                 live=gone is None and s.kind != "marker", gone=gone, covers=s.covers,
                 note=s.note, alert=s.alert))
+        entries = mark_repairs(entries, [s.tools for s in self.slots], causes or {})
         return ConversationView(key=key, view="agent", version=version, entries=entries,
                                 session=self.names[self.segment],
                                 since=self.starts[self.segment])
@@ -329,7 +341,8 @@ def _message_slot(r: Recorded, e: MessageAppended, segment: int) -> _Slot:
     if calls:
         text = "\n".join(filter(None, [text, *calls]))
     return _Slot(version=r.version, at=e.created_at or e.at, kind="message", text=text,
-                 segment=segment, role=e.role, message_id=e.message_id)
+                 segment=segment, role=e.role, message_id=e.message_id,
+                 tools=message_tools(e))
 
 
 def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None, *,
@@ -342,4 +355,5 @@ def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None, 
     for r in events:
         walk.feed(r)
     return walk.finish(key, events[-1].version if events else 0,
-                       lifetimes(events, memory_cap), policy_cap(events, memory_cap))
+                       lifetimes(events, memory_cap), policy_cap(events, memory_cap),
+                       lost_causes(events))
