@@ -40,12 +40,13 @@ the one place a new kind of injected text plugs in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from convlog.domain.events import (
     ConversationCleared,
+    ConversationStarted,
     HistoryInjected,
     MemoryInjected,
     MessageAppended,
@@ -59,8 +60,7 @@ from convlog.domain.events import (
     is_fresh_strategy,
 )
 from convlog.projections.memory import DEFAULT_CAP, lifetimes, policy_cap
-from convlog.projections.pairing import Cause, Tools, message_tools
-from convlog.projections.repair_marks import lost_causes, mark_repairs
+from convlog.projections.repair_marks import mark_repairs
 from convlog.projections.transcript import render_content, shorten
 from convlog.projections.view_model import ConversationView, EntryKind, Point, ViewEntry, cut
 
@@ -80,8 +80,8 @@ class _Slot:
     note: str | None = None
     gone: str | None = None
     alert: bool = False
-    tools: Tools | None = None
-    """A message's tool calls and results, as pairing sees them."""
+    message: MessageAppended | None = None
+    """A message's event: pairing reads its tool calls and results."""
 
 
 class AgentWalk:
@@ -102,6 +102,9 @@ class AgentWalk:
         self.epoch_messages = 0
         self.received: dict[int, int] = {}
         """Messages each segment received (so the walk stays linear)."""
+        self.retracted: list[MessageAppended] = []
+        self.imported = False
+        """The conversation came from an importer (its start names a ``source``)."""
 
     # ----------------------------------------------------------------- segments
 
@@ -175,6 +178,8 @@ class AgentWalk:
             self._retracted(r, e)
         elif isinstance(e, ConversationCleared):
             self._cleared(r, e)
+        elif isinstance(e, ConversationStarted):
+            self.imported = bool(e.metadata.get("source"))
         elif isinstance(e, UserForgotten):
             self._marker(r, f"user {e.user} was forgotten: what the agent received above "
                             "is erased ([forgotten])")
@@ -256,7 +261,7 @@ class AgentWalk:
         for s in reversed(held):
             self._append_message(_Slot(
                 version=s.version, at=s.at, kind="message", text=s.text, segment=self.segment,
-                role=s.role, message_id=s.message_id, tools=s.tools,
+                role=s.role, message_id=s.message_id, message=s.message,
                 note=f"sent after the injection at #{r.version}"))
 
     def _summary(self, r: Recorded, e: SummaryRecorded) -> None:
@@ -281,6 +286,8 @@ class AgentWalk:
         for s in reversed(self.slots):  # a pop takes the newest: found at once
             if s.kind == "message" and s.message_id == e.message_id and s.gone is None:
                 s.gone = f"withdrawn at #{r.version}{reason}"
+                if s.message is not None:
+                    self.retracted.append(s.message)
                 break
         self._marker(r, f"message {e.message_id} withdrawn{reason}")
 
@@ -309,12 +316,10 @@ class AgentWalk:
     # ------------------------------------------------------------------ result
 
     def finish(self, key: str, version: int, evicted: dict[int, int | None] | None = None,
-               memory_cap: int = DEFAULT_CAP, causes: Mapping[str, Cause] | None = None
-               ) -> ConversationView:
+               memory_cap: int = DEFAULT_CAP) -> ConversationView:
         """The view; `evicted` is the memory projection's answer for each block
         (its version: the version that evicted it, None while live). The pairing
-        repairs of what is live are marked (convlog.projections.repair_marks), with
-        `causes` saying why a call's result is missing."""
+        repairs of what is live are marked (convlog.projections.repair_marks)."""
         self._settle_fresh(False)
         entries = []
         for s in self.slots:
@@ -329,7 +334,8 @@ class AgentWalk:
                 message_id=s.message_id, session=self.names[s.segment],
                 live=gone is None and s.kind != "marker", gone=gone, covers=s.covers,
                 note=s.note, alert=s.alert))
-        entries = mark_repairs(entries, [s.tools for s in self.slots], causes or {})
+        entries = mark_repairs(entries, [s.message for s in self.slots], self.retracted,
+                               imported=self.imported)
         return ConversationView(key=key, view="agent", version=version, entries=entries,
                                 session=self.names[self.segment],
                                 since=self.starts[self.segment])
@@ -342,7 +348,7 @@ def _message_slot(r: Recorded, e: MessageAppended, segment: int) -> _Slot:
         text = "\n".join(filter(None, [text, *calls]))
     return _Slot(version=r.version, at=e.created_at or e.at, kind="message", text=text,
                  segment=segment, role=e.role, message_id=e.message_id,
-                 tools=message_tools(e))
+                 message=e)
 
 
 def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None, *,
@@ -355,5 +361,4 @@ def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None, 
     for r in events:
         walk.feed(r)
     return walk.finish(key, events[-1].version if events else 0,
-                       lifetimes(events, memory_cap), policy_cap(events, memory_cap),
-                       lost_causes(events))
+                       lifetimes(events, memory_cap), policy_cap(events, memory_cap))

@@ -12,17 +12,18 @@ holds in context (its live messages) and marks:
   message reaches the model, else as a mark on the message;
 - a late result moved up to its call, as a mark on it.
 
-Why a result is missing is `lost_causes`' answer: the one seam a richer derivation
-of causes (cancelled turns, budgets, imports) plugs into.
+Why a result is missing is `lost_causes`' answer: the one seam the derivation of
+causes from the log (cancelled turns, imports: convlog.projections.pair_causes)
+plugs into.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from convlog.domain.events import MessageAppended, MessageRetracted, Recorded
+from convlog.domain.events import MessageAppended
 from convlog.projections.pairing import Cause, Keep, Lost, Tools, message_tools, pair
 from convlog.projections.view_model import RepairMark, ViewEntry
 
@@ -31,22 +32,22 @@ MISSING: Cause = "process_died"
 running the tool stopped before recording it."""
 
 
-def lost_causes(recorded: Iterable[Recorded]) -> dict[str, Cause]:
-    """Why each call's result is missing, as far as the log says (call id -> cause;
-    a call not named here gets `MISSING`). Today: a result withdrawn by a
-    retraction (an SDK's ``pop_item``) is ``retracted``."""
-    results: dict[str, tuple[str, ...]] = {}
+def lost_causes(messages: Sequence[MessageAppended], *, tools: Sequence[Tools],
+                retracted: Iterable[MessageAppended] = (), imported: bool = False
+                ) -> tuple[dict[str, Cause], Cause]:
+    """THE seam for why a call's result is missing: (cause per call id, default
+    cause), for `pair(causes=..., missing=...)`. `messages` are the live messages in
+    stored order (`tools` their `message_tools`), `retracted` the retracted ones,
+    `imported` whether the conversation came from an importer. Here: a result a
+    retraction withdrew is ``retracted``; anything else `MISSING`. (The fuller
+    derivation, convlog.projections.pair_causes.lost_causes, takes the same
+    arguments and plugs in here.)"""
+    del messages, tools, imported
     causes: dict[str, Cause] = {}
-    for r in recorded:
-        e = r.event
-        if isinstance(e, MessageAppended):
-            found = message_tools(e).results
-            if found:
-                results[e.message_id] = found
-        elif isinstance(e, MessageRetracted):
-            for call_id in results.get(e.message_id, ()):
-                causes[call_id] = "retracted"
-    return causes
+    for message in retracted:
+        for call_id in message_tools(message).results:
+            causes[call_id] = "retracted"
+    return causes, MISSING
 
 
 def _note(mark: RepairMark) -> str:
@@ -61,16 +62,19 @@ def _note(mark: RepairMark) -> str:
     return f"convlog moved the result for call {mark.call_id} up to its call"
 
 
-def mark_repairs(entries: Sequence[ViewEntry], tools: Sequence[Tools | None],
-                 causes: Mapping[str, Cause]) -> list[ViewEntry]:
-    """`entries` with the repairs marked; `tools[i]` describes entry i when it is a
-    message (None otherwise). Only live messages are paired: they are what the
-    agent's model reads."""
-    live = [i for i, e in enumerate(entries)
-            if e.kind == "message" and e.live and tools[i] is not None]
+def mark_repairs(entries: Sequence[ViewEntry], messages: Sequence[MessageAppended | None],
+                 retracted: Iterable[MessageAppended] = (), *, imported: bool = False
+                 ) -> list[ViewEntry]:
+    """`entries` with the repairs marked; `messages[i]` is entry i's message (None
+    for any other entry). Only live messages are paired: they are what the agent's
+    model reads."""
+    live = [i for i, e in enumerate(entries) if e.kind == "message" and e.live]
+    held = [m for i in live if (m := messages[i]) is not None]
+    live = [i for i in live if messages[i] is not None]
     position = {i: pos for pos, i in enumerate(live)}
-    plan = pair([t for i in live if (t := tools[i]) is not None], causes=causes,
-                missing=MISSING)
+    tools = [message_tools(m) for m in held]
+    causes, missing = lost_causes(held, tools=tools, retracted=retracted, imported=imported)
+    plan = pair(tools, causes=causes, missing=missing)
     if not plan.repairs:
         return list(entries)
     marks: dict[int, list[RepairMark]] = {}
