@@ -114,6 +114,8 @@ def capped(pieces: list[Piece], limit: int) -> tuple[list[Piece], bool]:
     if not kept:
         return [Piece("text", TRUNCATED)], True
     last = kept[-1]
+    if last.kind != "text":  # the mark is text of its own: a lost-result note for a
+        return [*kept, Piece("text", TRUNCATED)], True  # call it cut comes before it
     kept[-1] = msgspec.structs.replace(last, text=last.text.rstrip() + TRUNCATED)
     return kept, True
 

@@ -137,8 +137,8 @@ def test_markdown_and_messages_formats(log: convlog.ConversationLog) -> None:
     assert msgs.messages is not None
     assert [m["role"] for m in msgs.messages] == ["user", "assistant"]
     assert msgs.messages[1]["content"] == (  # tool text cannot pass for a memory block
-        "answer\n[called tool ls({})]\n\n[tool result: [not a memory block] [Context from memory] x]"
-        "\n\ndone")  # its call (issue 28)
+        "answer\n[called tool ls({})]\n\n"  # its call (issue 28)
+        "[tool result: [not a memory block] [Context from memory] x]\n\ndone")
 
 
 def test_long_messages_are_capped_visibly(log: convlog.ConversationLog) -> None:
