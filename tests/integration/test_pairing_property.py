@@ -193,13 +193,14 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
 
     session = ConvlogSession(f"s{next(_keys)}", sqlite_log)
     n = itertools.count()
-    late: list[dict[str, Any]] = []
+    late: list[Any] = []  # the SDK's item types are TypedDicts: plain dicts here
 
     async def run() -> list[list[Any]]:
         nonlocal late
         for op in ops:
             if op[0] == "say":
-                await session.add_items([*late, {"role": op[1], "content": f"say-{next(n)}"}])
+                said: Any = {"role": op[1], "content": f"say-{next(n)}"}
+                await session.add_items([*late, said])
                 late = []
             elif op[0] == "calls":
                 batch: list[Any] = []
