@@ -40,6 +40,7 @@ from convlog.integrations.adk_events import (
     session_record,
     state_record,
 )
+from convlog.integrations.adk_pairs import paired_events
 from convlog.integrations.extras import require
 
 require("google-adk", "google.adk", "convlog.integrations.google_adk")
@@ -167,17 +168,22 @@ class ConvlogSessionService(BaseSessionService):
         if records is None:
             return None
         state = dict(records[0].get("state") or {})
-        events = [Event.model_validate(r["event"]) for r in records if "event" in r]
-        for event in events:
-            state.update(_split(event.actions.state_delta)[2] if event.actions else {})
+        stored = [r["event"] for r in records if "event" in r]
+        for event in stored:
+            delta = (event.get("actions") or {}).get("state_delta")
+            if delta:
+                state.update(_split(delta)[2])
         # as ADK's SQLite service: the time of the last write, an event's own timestamp
-        updated = events[-1].timestamp if events else float(records[0].get("time", 0.0))
+        updated = (float(stored[-1]["timestamp"]) if stored
+                   else float(records[0].get("time", 0.0)))
+        dumps = paired_events(stored)  # calls and responses in pairs (issue 28)
         if config is not None:
             if config.after_timestamp is not None:
-                events = [e for e in events if e.timestamp >= config.after_timestamp]
+                dumps = [e for e in dumps if e["timestamp"] >= config.after_timestamp]
             if config.num_recent_events is not None:
-                events = events[len(events) - config.num_recent_events:] if (
+                dumps = dumps[len(dumps) - config.num_recent_events:] if (
                     config.num_recent_events) else []
+        events = [Event.model_validate(e) for e in dumps]
         return Session(app_name=app_name, user_id=user_id, id=sid, events=events,
                        state=self._merged(app_name, user_id, state),
                        last_update_time=updated)

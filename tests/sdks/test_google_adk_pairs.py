@@ -9,28 +9,29 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("google.adk")
-from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.apps import App, ResumabilityConfig  # noqa: E402
-from google.adk.events.event import Event  # noqa: E402
-from google.adk.flows.llm_flows.contents import _get_contents  # noqa: E402
-from google.adk.models.base_llm import BaseLlm  # noqa: E402
-from google.adk.models.llm_request import LlmRequest  # noqa: E402
-from google.adk.models.llm_response import LlmResponse  # noqa: E402
-from google.adk.runners import Runner  # noqa: E402
-from google.adk.tools import FunctionTool  # noqa: E402
-from google.genai import types  # noqa: E402
+from google.adk.agents import LlmAgent
+from google.adk.apps import App, ResumabilityConfig
+from google.adk.events.event import Event
+from google.adk.flows.llm_flows.contents import _get_contents
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
+from google.adk.tools.function_tool import FunctionTool
+from google.genai import types
 
-from convlog.integrations.google_adk import ConvlogSessionService  # noqa: E402
-from convlog.projections.pairing import lost_text  # noqa: E402
+from convlog.integrations.google_adk import ConvlogSessionService
+from convlog.projections.pairing import lost_text
 
 RAN: list[str] = []
+CRASH_ONCE: set[str] = set()
 
 
 class Died(BaseException):
@@ -41,7 +42,8 @@ class Died(BaseException):
 def lookup(sku: str) -> dict[str, Any]:
     """Looks up a product's price."""
     RAN.append(sku)
-    if sku == "CRASH":
+    if sku == "CRASH" or sku in CRASH_ONCE:
+        CRASH_ONCE.discard(sku)
         raise Died
     return {"price": 9.5}
 
@@ -51,7 +53,7 @@ class ToolThenTextLlm(BaseLlm):
     which tool responses it was shown. Every request's contents are kept."""
 
     model: str = "gemini-2.0-flash"
-    seen: list[list[types.Content]] = []
+    seen: ClassVar[list[list[types.Content]]] = []
 
     async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False
                                      ) -> AsyncGenerator[LlmResponse, None]:
@@ -68,26 +70,31 @@ class ToolThenTextLlm(BaseLlm):
         yield LlmResponse(content=types.Content(role="model", parts=[part]))
 
 
-def gemini_problems(contents: list[types.Content]) -> list[str]:
+def gemini_problems(contents: list[types.Content], open_ids: frozenset[str] = frozenset()
+                    ) -> list[str]:
     """What Gemini checks: a model turn's function calls are answered, one for one,
-    by the next turn's function responses, and a response answers the turn before."""
+    by the next turn's function responses, and a response answers the turn before.
+    Calls are told apart by id (by name when ADK stripped its own ids); `open_ids`:
+    calls ADK leaves open on purpose (long-running)."""
+    def calls(c: types.Content | None) -> list[str]:
+        return sorted(p.function_call.id or p.function_call.name or ""
+                      for p in (c.parts or () if c else ())
+                      if p.function_call and p.function_call.id not in open_ids)
+
+    def answers(c: types.Content | None) -> list[str]:
+        return sorted(p.function_response.id or p.function_response.name or ""
+                      for p in (c.parts or () if c else ())
+                      if p.function_response and p.function_response.id not in open_ids)
+
     problems = []
     for i, content in enumerate(contents):
-        calls = sorted(p.function_call.name or "" for p in content.parts or ()
-                       if p.function_call)
-        answers = sorted(p.function_response.name or "" for p in content.parts or ()
-                         if p.function_response)
         before = contents[i - 1] if i else None
-        if answers and (before is None or sorted(
-                p.function_call.name or "" for p in before.parts or ()
-                if p.function_call) != answers):
-            problems.append(f"content {i}: responses {answers} do not answer the turn before")
-        if calls:
-            after = contents[i + 1] if i + 1 < len(contents) else None
-            got = sorted(p.function_response.name or "" for p in (after.parts or ())
-                         if p.function_response) if after else []
-            if got != calls:
-                problems.append(f"content {i}: calls {calls} answered by {got}")
+        after = contents[i + 1] if i + 1 < len(contents) else None
+        if answers(content) and calls(before) != answers(content):
+            problems.append(f"content {i}: responses {answers(content)} do not answer "
+                            f"the turn before ({calls(before)})")
+        if calls(content) and answers(after) != calls(content):
+            problems.append(f"content {i}: calls {calls(content)} answered by {answers(after)}")
     return problems
 
 
@@ -127,7 +134,7 @@ def stored(url: str, events: list[Event]) -> list[Event]:
 
 
 def responses(events: list[Event]) -> dict[str, Any]:
-    return {r.id: r.response for e in events for r in e.get_function_responses()}
+    return {r.id or "": r.response for e in events for r in e.get_function_responses()}
 
 
 @pytest.fixture
@@ -168,7 +175,7 @@ def test_a_process_that_died_mid_tool_leaves_a_call_the_next_turn_sees_answered(
     got = asyncio.run(events())
     (call,) = [c for e in got for c in e.get_function_calls()]
     (synthetic,) = [e for e in got if e.get_function_responses()]
-    assert got.index(synthetic) == [i for i, e in enumerate(got) if e.get_function_calls()][0] + 1
+    assert got.index(synthetic) == next(i for i, e in enumerate(got) if e.get_function_calls()) + 1
     assert synthetic.author == "helper" and synthetic.content is not None
     assert synthetic.content.role == "user"
     assert synthetic.invocation_id == got[0].invocation_id
@@ -239,31 +246,47 @@ def test_long_running_calls_stay_open_and_adk_resumes_them(url: str) -> None:
 
 def test_a_resumable_invocation_keeps_its_unanswered_call_and_adk_re_runs_it(
         url: str) -> None:
-    """Resumability: the process died after ADK stored the call of the newest
-    invocation; the call is left open, so resuming the invocation runs the tool
-    (ADK's crash recovery) instead of reading a lost result."""
+    """Resumability, for real: a resumable app's first turn ends normally (ADK records
+    agent states: that is how the service sees the app is resumable); in the second,
+    the process dies after ADK stored the call. Reading the session leaves that call
+    open, so resuming the invocation re-runs the tool (ADK's crash recovery) instead
+    of reading a lost result; the model then gets the call and its real response."""
     ToolThenTextLlm.seen = []
     RAN.clear()
-    before = stored(url, [text_event("user", "look up A-1", "inv-r", 1.0),
-                          call_event("adk-c1", "inv-r", 2.0)])
-    assert responses(before) == {}
 
-    async def resume() -> list[Event]:
+    async def run(**how: Any) -> None:
         service = ConvlogSessionService(url)
         app = App(name="shop", root_agent=LlmAgent(
             name="helper", model=ToolThenTextLlm(), tools=[FunctionTool(lookup)]),
             resumability_config=ResumabilityConfig(is_resumable=True))
-        runner = Runner(app=app, session_service=service)
-        async for _ in runner.run_async(user_id="u", session_id="s", invocation_id="inv-r"):
-            pass
-        after = await service.get_session(app_name="shop", user_id="u", session_id="s")
-        await service.close()
-        assert after is not None
-        return after.events
+        runner = Runner(app=app, session_service=service, auto_create_session=True)
+        try:
+            async for _ in runner.run_async(user_id="u", session_id="s", **how):
+                pass
+        finally:
+            await service.close()
 
-    after = asyncio.run(resume())
-    assert RAN == ["adk-c1"]  # the tool ran on resume
-    assert responses(after) == {"adk-c1": {"price": 9.5}}
+    def say(text: str) -> types.Content:
+        return types.Content(role="user", parts=[types.Part(text=text)])
+
+    async def events() -> list[Event]:
+        service = ConvlogSessionService(url)
+        got = await service.get_session(app_name="shop", user_id="u", session_id="s")
+        await service.close()
+        assert got is not None
+        return got.events
+
+    asyncio.run(run(new_message=say("hello")))
+    CRASH_ONCE.add("B-2")
+    with pytest.raises(Died):
+        asyncio.run(run(new_message=say("look up B-2")))
+    before = asyncio.run(events())
+    assert any(e.actions.end_of_agent for e in before)  # what makes it resumable
+    assert responses(before) == {}  # the call is left open
+    asyncio.run(run(invocation_id=before[-1].invocation_id))
+    assert RAN == ["B-2", "B-2"]  # the tool ran again on resume
+    after = asyncio.run(events())
+    assert list(responses(after).values()) == [{"price": 9.5}]
     assert gemini_problems(ToolThenTextLlm.seen[-1]) == []
 
 
@@ -319,6 +342,5 @@ def test_any_stored_session_reads_back_paired(tmp_path_factory: Any, script: lis
             if c.id not in long_running:
                 assert any(r.id == c.id for later in got[k + 1:]
                            for r in later.get_function_responses()), f"call {c.id} unanswered"
-    assert gemini_problems([c for c in _get_contents(None, got, "helper")
-                            if not any(p.function_call and p.function_call.id in long_running
-                                       for p in c.parts or ())]) == []
+    assert gemini_problems(_get_contents(None, got, "helper", preserve_function_call_ids=True),
+                           frozenset(long_running)) == []
