@@ -136,12 +136,15 @@ def convlog_date(days: int) -> date:
 def test_expire_archives_idle_conversations_only(log: convlog.ConversationLog) -> None:
     log.conversation("idle")
     log.conversation("busy")
-    time.sleep(1.5)
-    cutoff_days = 0.75 / 86400  # 0.75 s: "idle" is past it, "busy" (below) is not
+    time.sleep(3.0)
+    # 1.5 s: "idle" is past it, "busy" (touched just before each call) is not, with
+    # 1.5 s to spare for a loaded machine (a catch-up of the views runs in between)
+    cutoff_days = 1.5 / 86400
     log.append("busy", convlog.user("still here"))
     listed = [r.key for r in log.expire(idle_days=cutoff_days, dry_run=True)]
     assert listed == ["idle"]
     assert log.can_resume("idle")  # dry run changed nothing
+    log.append("busy", convlog.user("and here"))
     assert [r.key for r in log.expire(idle_days=cutoff_days)] == ["idle"]
     assert not log.can_resume("idle")
     assert log.messages("busy")  # nothing deleted anywhere
