@@ -205,7 +205,15 @@ def test_a_well_paired_session_comes_back_exactly_as_appended(url: str) -> None:
     events = [text_event("user", "hi", "i1", 1.0), call_event("c1", "i1", 2.0),
               text_event("helper", "working", "i1", 2.5), answer_event("c1", "i1", 3.0),
               call_event("c1", "i2", 4.0), answer_event("c1", "i2", 5.0),  # a reused id
-              answer_event("c1", "i2", 5.5)]  # answered twice: ADK keeps the last
+              answer_event("c1", "i2", 5.5),  # answered twice: ADK keeps the last
+              # an agent tool: its agent's own call and text sit between the outer call
+              # and its response, on the tool's branch
+              call_event("outer", "i3", 6.0),
+              call_event("inner", "i3", 6.1).model_copy(update={"branch": "helper.sub"}),
+              answer_event("inner", "i3", 6.2).model_copy(update={"branch": "helper.sub"}),
+              text_event("sub", "found it", "i3", 6.3).model_copy(
+                  update={"branch": "helper.sub"}),
+              answer_event("outer", "i3", 6.4), text_event("helper", "done", "i3", 6.5)]
     got = stored(url, events)
     assert [e.model_dump(mode="json") for e in got] == [
         e.model_dump(mode="json") for e in events]
