@@ -37,6 +37,9 @@ from convlog.services.redacting import Redactor, redact_command
 from convlog.services.results import AppendResult
 from convlog.storage.application import ConversationStore
 
+_HOST_OWN = (AppendMessages, InjectMemory)
+"""Commands of the host's own batches (see `Writer._with_policy`)."""
+
 Decide = Callable[[Conversation, bool], Sequence[Command]]
 """Commands chosen inside the write: (the state written to, whether it was just read
 fresh after a conflict) -> commands. Called again on every retry."""
@@ -87,6 +90,8 @@ class Writer:
                if isinstance(m, Message)]
         state, saved = self._write(key, lambda _state, _fresh: prepared, origins)
         appended = [r.event.message_id for r in saved if isinstance(r.event, MessageAppended)]
+        if len(appended) == len(ids):  # ids are unique in a batch: none was skipped
+            return AppendResult(version=state.version, appended=appended, events=len(saved))
         new = set(appended)
         return AppendResult(version=state.version, appended=appended,
                             skipped=[i for i in ids if i not in new], events=len(saved))
@@ -136,16 +141,20 @@ class Writer:
         is the host's own (a new conversation, a turn, a memory block): opening an
         existing conversation or a maintenance write
         (archive, a resume fact) never changes the policy in force."""
-        if self.policy is None or state.memory_pinned or not any(
-                isinstance(c, AppendMessages | InjectMemory)
-                or (isinstance(c, StartConversation) and not state.started)
-                for c in commands):
+        policy = self.policy
+        if policy is None or state.memory_pinned:
             return commands
-        if (self.policy.max_injected_blocks_in_history,
-                self.policy.context_window_depth) == state.policy():
+        for c in commands:  # a loop, not any(<generator>): this runs on every append
+            if isinstance(c, _HOST_OWN) or (isinstance(c, StartConversation)
+                                            and not state.started):
+                break
+        else:
+            return commands
+        if (policy.max_injected_blocks_in_history, policy.context_window_depth
+                ) == state.policy():
             return commands
         at = 0 if state.started else 1
-        return [*commands[:at], self.policy, *commands[at:]]
+        return [*commands[:at], policy, *commands[at:]]
 
 
 def _recounted(command: RecordFact) -> RecordFact:

@@ -133,8 +133,10 @@ class ConversationStore(Application[UUID]):
         store in key errors. A key problem raises before anything is written."""
         super().__init__(env)
         self.where = where
-        self._cache: OrderedDict[UUID, Conversation] = OrderedDict()
-        self._shared: OrderedDict[UUID, int] = OrderedDict()
+        # Both keyed by the stream id's integer: a UUID hashes in Python (`UUID.__hash__`),
+        # and an append looked these up six times (issue 30).
+        self._cache: OrderedDict[int, Conversation] = OrderedDict()
+        self._shared: OrderedDict[int, int] = OrderedDict()
         """Conversations other processes write too (seen conflicting): -> how many
         reads in a row found nothing new (`_note_shared`)."""
         self._cache_lock = threading.Lock()
@@ -202,39 +204,43 @@ class ConversationStore(Application[UUID]):
     # ------------------------------------------------------------------- state
 
     def _cached(self, conversation: UUID) -> Conversation | None:
+        key = conversation.int
         with self._cache_lock:
-            state = self._cache.get(conversation)
+            state = self._cache.get(key)
             if state is not None:
-                self._cache.move_to_end(conversation)
+                self._cache.move_to_end(key)
             return state
 
     def _remember(self, conversation: UUID, state: Conversation) -> None:
+        key = conversation.int
         with self._cache_lock:
-            current = self._cache.get(conversation)
-            if current is None or current.version <= state.version:
-                self._cache[conversation] = state
-                self._cache.move_to_end(conversation)
+            current = self._cache.pop(key, None)  # re-inserted last: most recently used
+            self._cache[key] = (state if current is None or current.version <= state.version
+                                else current)
             while len(self._cache) > self.CACHE_SIZE:
                 self._cache.popitem(last=False)
 
     def _is_shared(self, conversation: UUID) -> bool:
+        if not self._shared:  # the common case, without the lock
+            return False
         with self._cache_lock:
-            return conversation in self._shared
+            return conversation.int in self._shared
 
     def _note_shared(self, conversation: UUID, *, conflicted: bool = False,
                      changed: bool = False) -> None:
         """A conflict marks a conversation shared; a fresh read before a write that
         found nothing new counts towards unmarking it (`QUIET_READS` in a row)."""
+        key = conversation.int
         with self._cache_lock:
             if conflicted or changed:
-                self._shared[conversation] = 0
-                self._shared.move_to_end(conversation)
+                self._shared[key] = 0
+                self._shared.move_to_end(key)
                 while len(self._shared) > self.CACHE_SIZE:
                     self._shared.popitem(last=False)
-            elif conversation in self._shared:
-                self._shared[conversation] += 1
-                if self._shared[conversation] >= QUIET_READS:
-                    del self._shared[conversation]
+            elif key in self._shared:
+                self._shared[key] += 1
+                if self._shared[key] >= QUIET_READS:
+                    del self._shared[key]
 
     @storage_errors
     def load(self, conversation: UUID, key: str, *, fresh: bool = True) -> Conversation:

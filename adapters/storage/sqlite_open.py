@@ -28,12 +28,17 @@ def typed_errors() -> Iterator[None]:
     (callers above tell a conflict, IntegrityError, from other storage failures)."""
     try:
         yield
-    except sqlite3.IntegrityError as exc:
-        raise IntegrityError(exc) from exc
-    except sqlite3.OperationalError as exc:
-        raise OperationalError(exc) from exc
     except sqlite3.Error as exc:
-        raise PersistenceError(exc) from exc
+        raise typed(exc) from exc
+
+
+def typed(exc: sqlite3.Error) -> PersistenceError:
+    """The eventsourcing exception that `typed_errors` raises for `exc`."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        return IntegrityError(exc)
+    if isinstance(exc, sqlite3.OperationalError):
+        return OperationalError(exc)
+    return PersistenceError(exc)
 
 
 def _locked(exc: sqlite3.OperationalError) -> bool:
