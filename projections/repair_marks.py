@@ -12,9 +12,8 @@ holds in context (its live messages) and marks:
   message reaches the model, else as a mark on the message;
 - a late result moved up to its call, as a mark on it.
 
-Why a result is missing is `lost_causes`' answer: the one seam the derivation of
-causes from the log (cancelled turns, imports: convlog.projections.pair_causes)
-plugs into.
+Why a result is missing is `lost_causes`' answer (convlog.projections.pair_causes:
+retracted, cancelled, missing in an import, else the process died).
 """
 
 from __future__ import annotations
@@ -24,12 +23,9 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from convlog.domain.events import MessageAppended
+from convlog.projections import pair_causes
 from convlog.projections.pairing import Cause, Keep, Lost, Tools, message_tools, pair
 from convlog.projections.view_model import RepairMark, ViewEntry
-
-MISSING: Cause = "process_died"
-"""Why a call's result is missing when the log says nothing more: the process
-running the tool stopped before recording it."""
 
 
 def lost_causes(messages: Sequence[MessageAppended], *, tools: Sequence[Tools],
@@ -38,16 +34,11 @@ def lost_causes(messages: Sequence[MessageAppended], *, tools: Sequence[Tools],
     """THE seam for why a call's result is missing: (cause per call id, default
     cause), for `pair(causes=..., missing=...)`. `messages` are the live messages in
     stored order (`tools` their `message_tools`), `retracted` the retracted ones,
-    `imported` whether the conversation came from an importer. Here: a result a
-    retraction withdrew is ``retracted``; anything else `MISSING`. (The fuller
-    derivation, convlog.projections.pair_causes.lost_causes, takes the same
-    arguments and plugs in here.)"""
-    del messages, tools, imported
-    causes: dict[str, Cause] = {}
-    for message in retracted:
-        for call_id in message_tools(message).results:
-            causes[call_id] = "retracted"
-    return causes, MISSING
+    `imported` whether the conversation came from an importer. The answer is the
+    log's, read by convlog.projections.pair_causes (retracted, cancelled,
+    missing_in_import, else process_died): the same as every model input's."""
+    return pair_causes.lost_causes(messages, tools=tools, retracted=retracted,
+                                   imported=imported)
 
 
 def _note(mark: RepairMark) -> str:

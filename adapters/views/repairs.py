@@ -3,10 +3,10 @@
 Pairing is one Python function (convlog.projections.pairing), so these rows are not
 a SELECT: inside each catch-up batch's transaction (the catch-up's `before_batch`
 hook, like the price table's), the conversations the batch touched with tool calls
-or results, retractions or clears (or any message, once a conversation has repairs:
-a later message may answer or explain them) are read from the event store up to
-the batch's last version of each, and their rows are replaced. A conversation
-without tool traffic is never read, so plain chat costs the catch-up nothing here.
+or results, retractions or clears (or any message right after a call whose result
+is missing: it may say the turn was interrupted) are read from the event store up
+to the batch's last version of each, and their rows are replaced. Plain chat is
+never read again, even in a conversation with old repairs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,15 @@ if TYPE_CHECKING:  # DuckDB is imported when the views are first used
 
     from convlog.storage.application import ConversationStore
 
+# A plain message can change a repair in one case only: right after a call left
+# without result it may say the turn was interrupted (process_died -> cancelled,
+# convlog.projections.pair_causes). `messages` still holds the rows before this batch.
 _TOUCHED = """
+    WITH open_ends AS (
+        SELECT r.conversation_id FROM tool_repairs r
+        WHERE r.kind = 'synthesized' AND r.cause = 'process_died'
+          AND r.version >= (SELECT max(m.version) FROM messages m
+                            WHERE m.conversation_id = r.conversation_id))
     SELECT conversation_id, max(version) AS upto
     FROM batch
     WHERE topic IN ('message_retracted', 'conversation_cleared')
@@ -31,7 +39,7 @@ _TOUCHED = """
               e.tool_call_id IS NOT NULL OR len(e.tool_calls) > 0
               OR list_has_any(list_transform(e.content, lambda p: p.type),
                               ['tool_use', 'tool_result'])
-              OR conversation_id IN (SELECT conversation_id FROM tool_repairs)))
+              OR conversation_id IN (SELECT conversation_id FROM open_ends)))
     GROUP BY conversation_id"""
 
 

@@ -204,6 +204,27 @@ def test_catalog_costs_and_read_only_sql(http: httpx.Client) -> None:
         assert problem(http.post("/v1/sql", json={"query": query}), 422)["field"] == "query"
 
 
+def test_tool_pairing_repairs_over_http(http: httpx.Client) -> None:
+    """Issue 28: the agent view marks convlog's repairs (`repairs` fields), the user
+    view does not, and `tool_repair_counts` counts them per agent over `/v1/sql`."""
+    key = "/v1/conversations/k"
+    http.post(key + "/turns", json={"messages": [
+        {"role": "user", "content": "list the files"},
+        {"role": "assistant", "content": "", "agent": "coder",
+         "tool_calls": [{"id": "c1", "name": "ls"}]},
+        {"role": "user", "content": "hello?"},
+        {"role": "tool", "content": "stale", "tool_call_id": "c9"}]})
+    agent = http.get(key + "/replay", params={"view": "agent"}).json()
+    assert [(e["kind"], e["repairs"]) for e in agent["entries"] if e["repairs"]] == [
+        ("repair", [{"kind": "synthesized", "call_id": "c1", "cause": "process_died"}]),
+        ("message", [{"kind": "dropped", "call_id": "c9", "cause": "no_call"}])]
+    user = http.get(key + "/replay", params={"view": "user"}).json()
+    assert [e["repairs"] for e in user["entries"]] == [[]] * 4
+    out = http.post("/v1/sql", json={"query": "SELECT agent, kind, repairs FROM "
+                                              "tool_repair_counts ORDER BY ALL"}).json()
+    assert out["rows"] == [["coder", "synthesized", 1], [None, "dropped", 1]]  # NULLS LAST
+
+
 def test_a_large_turn_is_appended_off_the_event_loop_all_the_same(http: httpx.Client) -> None:
     big = [{"role": "user", "content": f"{i} " + "word " * 2_000, "id": f"b{i}"}
            for i in range(10)]  # ~100 KB: past the inline limit, written in a thread

@@ -116,3 +116,17 @@ def test_the_html_page_marks_each_repair(tmp_path: Path) -> None:
     assert dropped["repairs"] == [{"kind": "dropped", "call_id": "c9", "cause": "no_call"}]
     assert "left out" in dropped["gone"]
     assert not [e for e in data["user_view"] if "repairs" in e or e["kind"] == "repair"]
+
+
+def test_the_causes_come_from_the_log(log: convlog.ConversationLog) -> None:
+    """A turn the user interrupted mid-tool is `cancelled`; a call an imported
+    transcript never answered is `missing_in_import` (convlog.projections.pair_causes,
+    through repair_marks.lost_causes)."""
+    conv = log.conversation("k")
+    conv.append_turn([convlog.user("build it"), call("", "c3", "make")])
+    conv.append(convlog.user("[Request interrupted by user for tool use]"))
+    imported = log.conversation("i", metadata={"source": "claude_code"})
+    imported.append_turn([convlog.user("ls"), call("", "c4")])
+    for key, cause in (("k", "cancelled"), ("i", "missing_in_import")):
+        (repair,) = [e for e in log.view(key, "agent").entries if e.kind == "repair"]
+        assert marks(repair)[0][2] == cause, key

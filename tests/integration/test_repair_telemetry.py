@@ -61,3 +61,12 @@ def test_a_rebuild_gives_the_same_rows(log: convlog.ConversationLog) -> None:
     before = counts(log)
     log.rebuild_views()
     assert counts(log) == before and before
+
+
+def test_a_cancel_recorded_after_the_call_updates_the_cause(
+        log: convlog.ConversationLog) -> None:
+    conv = log.conversation("k", agent="coder")
+    conv.append_turn([convlog.user("build it"), call("", "c3", "make")])
+    assert [r[1:3] for r in counts(log)] == [("synthesized", "process_died")]
+    conv.append(convlog.user("[Request interrupted by user for tool use]"))  # no tool in it
+    assert [r[1:3] for r in counts(log)] == [("synthesized", "cancelled")]
