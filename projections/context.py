@@ -50,6 +50,7 @@ from convlog.projections.context_pieces import (
 )
 from convlog.projections.memory import DEFAULT_CAP, TailLiveness
 from convlog.projections.pair_causes import lost_causes
+from convlog.projections.pairing import Cause
 
 __all__ = ["TOOL_ARGS_CHARS", "TOOL_RESULT_CHARS", "TRUNCATED", "Budget", "ContextMessage",
            "Window", "block_item", "cap", "front_cut", "render_for_context", "select_window"]
@@ -188,7 +189,7 @@ def select_window(
             break
         whole = pieces_of(event)
         pieces, truncated = capped(whole, budget.chars)
-        text = neutralise(joined(pieces))
+        text = _text(pieces)
         if not text:  # nothing to re-read (an SDK's marker or title record): no line
             skipped_current += 1
             continue
@@ -228,15 +229,17 @@ def pair_window(chosen: list[ContextMessage], said: dict[int, _Said],
                 ) -> tuple[list[ContextMessage], int]:
     """The chosen items with their tool calls and results paired (issue 28), and how
     many messages were left out entirely (results whose calls are not shown)."""
-    shown = [said[m.version] if not m.is_block else None for m in chosen]
-    events = [s.event for s in shown if s is not None]
-    causes, missing = lost_causes(events, retracted=retracted, imported=imported)
-    for s in shown:
-        if s is not None:
-            for call_id in s.cut:
-                causes[call_id] = "budget"
-    paired = pair_pieces([s.pieces if s is not None else None for s in shown],
-                         causes=causes, missing=missing, orphan="budget")
+    shown = [said.get(m.version) for m in chosen]  # None: a memory block
+    if all(p.kind == "text" for s in shown if s is not None for p in s.pieces):
+        return chosen, 0  # no tool traffic: nothing to pair
+    cut: dict[str, Cause] = {c: "budget" for s in shown if s is not None for c in s.cut}
+    items = [s.pieces if s is not None else None for s in shown]
+    paired = pair_pieces(items, causes=cut, missing="process_died", orphan="budget")
+    if paired.lost:  # why, from the log (only now: most windows lose nothing)
+        events = [s.event for s in shown if s is not None]
+        causes, missing = lost_causes(events, retracted=retracted, imported=imported)
+        paired = pair_pieces(items, causes={**causes, **cut}, missing=missing,
+                             orphan="budget")
     out: list[ContextMessage] = []
     dropped = 0
     for m, s, pieces in zip(chosen, shown, paired.pieces, strict=True):
@@ -250,10 +253,16 @@ def pair_window(chosen: list[ContextMessage], said: dict[int, _Said],
         if not paired.repairs or pieces == s.pieces:
             out.append(msgspec.structs.replace(m, follows=follows) if follows else m)
             continue
-        text = neutralise(joined(pieces))
+        text = _text(pieces)
         out.append(msgspec.structs.replace(m, text=text, follows=follows,
                                            tokens=count(text) + per_message_tokens))
     return out, dropped
+
+
+def _text(pieces: list[Piece]) -> str:
+    """The pieces as one text; neutralised again as a whole when there are several
+    (each piece already is, but a forged block could span two of them)."""
+    return neutralise(joined(pieces)) if len(pieces) > 1 else joined(pieces)
 
 
 def front_cut(messages: list[ContextMessage], excess: int) -> int:

@@ -95,7 +95,7 @@ def joined(pieces: Sequence[Piece]) -> str:
 def capped(pieces: list[Piece], limit: int) -> tuple[list[Piece], bool]:
     """At most `limit` characters, cut visibly; a tool marker is kept whole or not
     at all (half a marker would show a call, or a result, that is not there)."""
-    if len(joined(pieces)) <= limit:
+    if sum(len(p.text) for p in pieces) + len(pieces) - 1 <= limit:
         return pieces, False
     room = limit - len(TRUNCATED)
     kept: list[Piece] = []
@@ -131,23 +131,27 @@ def segments(pieces: Sequence[Piece]) -> list[tuple[Tools, list[Piece]]]:
     chat message with text and tool calls), each result its own item."""
     out: list[tuple[Tools, list[Piece]]] = []
     run: list[Piece] = []
-
-    def flush() -> None:
-        if run:
-            calls = tuple((p.call_id, p.name) for p in run if p.kind == "call")
-            out.append((Tools(calls=calls, other=any(p.kind == "text" for p in run)),
-                        list(run)))
-            run.clear()
-
+    calls: list[tuple[str, str]] = []
+    text = False
     for piece in pieces:
-        if piece.kind == "result":
-            flush()
+        kind = piece.kind
+        if kind == "text" and not calls:
+            run.append(piece)
+            text = True
+            continue
+        if run and (kind == "result" or kind == "text"):  # a run ends
+            out.append((Tools(calls=tuple(calls), other=text), run))
+            run, calls, text = [], [], False
+        if kind == "result":
             out.append((Tools(results=(piece.call_id,), other=False), [piece]))
             continue
-        if piece.kind == "text" and run and run[-1].kind == "call":
-            flush()
         run.append(piece)
-    flush()
+        if kind == "call":
+            calls.append((piece.call_id, piece.name))
+        else:
+            text = True
+    if run:
+        out.append((Tools(calls=tuple(calls), other=text), run))
     return out
 
 
@@ -157,6 +161,8 @@ class Paired(msgspec.Struct, frozen=True):
 
     pieces: list[list[Piece]]
     repairs: int
+    lost: bool
+    """Some call got a lost-result note."""
 
 
 def pair_pieces(messages: Sequence[list[Piece] | None], *, causes: Mapping[str, Cause],
@@ -186,4 +192,5 @@ def pair_pieces(messages: Sequence[list[Piece] | None], *, causes: Mapping[str, 
         if step.index not in moved:
             host = i
         out[host].extend(run)
-    return Paired(pieces=out, repairs=len(plan.repairs))
+    return Paired(pieces=out, repairs=len(plan.repairs),
+                  lost=any(r.kind == "synthesized" for r in plan.repairs))
