@@ -29,6 +29,10 @@ ADK's `DatabaseSessionService` on SQLite: `get_session` of 3,000 events,
 `list_sessions` of 5,000 and 10,000 sessions, `append_event`. It needs SQLAlchemy, a
 benchmark peer, so it runs in .venv-bench (``make bench`` does); results go to
 ``bench/results/sdks-adk-<UTC date>[-quick].json``.
+
+Then the Claude Agent SDK's `SessionStore` (bench.sdks_claude: `append` in the
+batch shapes the SDK sends, `load`, against the SDK's reference stores), saved in
+the same file under ``claude_agent_sdk``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from typing import Any
 
 from agents import SQLiteSession
 
+from bench import sdks_claude
 from convlog.integrations.openai_agents import ConvlogSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -158,7 +163,8 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     path = RESULTS / f"sdks-{stamp}{'-quick' if args.quick else ''}.json"
-    saved = {"repeat": repeat, "rows": rows, "peak_read_mib": {"items": sizes[-1], **peaks}}
+    saved = {"repeat": repeat, "rows": rows, "peak_read_mib": {"items": sizes[-1], **peaks},
+             "claude_agent_sdk": sdks_claude.run(args.quick)}
     path.write_text(json.dumps(saved, indent=2) + "\n")
     print(f"saved {path}")
 

@@ -9,7 +9,7 @@ Every session key (project, session, optional subagent subpath) is one conversat
 keyed ``claude:<project>/<session>[/<subpath>]`` with each part percent-encoded, so no
 two keys collide however the parts are spelt. How the protocol maps, and why:
 
-- `append`: one `append_turn` (one transaction); the entry's ``uuid`` is the message
+- `append`: one write (one transaction); the entry's ``uuid`` is the message
   id, so a retried batch is skipped by convlog's own dedupe, in the same write.
 - `load`: the live entries of the current epoch, each exactly as appended (`raw`);
   None for a key never written or deleted (the protocol allows both).
@@ -30,8 +30,16 @@ from datetime import datetime
 from urllib.parse import quote, unquote
 
 import convlog
-from convlog.domain.conversation import AppendMessages, Archive, Clear, StartConversation
+from convlog.domain.conversation import (
+    AppendMessages,
+    Archive,
+    Clear,
+    Command,
+    Conversation,
+    StartConversation,
+)
 from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.messages import Message
 from convlog.integrations.claude_entries import paired_entries, to_message
 from convlog.integrations.extras import require
 
@@ -117,8 +125,26 @@ class ConvlogSessionStore:
     # ------------------------------------------------------------------- helpers
 
     def _append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
-        target = conversation_key(key)
-        epoch = self._epoch(target)
+        """One write; the epoch (see `_messages`) is read from the state being written
+        to, inside the write, rather than by a query of its own before it (issue 30)."""
+        batches: dict[int, list[Command]] = {}
+
+        def commands(state: Conversation, fresh: bool) -> list[Command]:
+            epoch = state.epoch if state.started else 0
+            if epoch not in batches:  # built once, unless a retry meets a new epoch
+                batches[epoch] = [
+                    StartConversation(channel=CHANNEL, user=self.user, agent=self.agent,
+                                      workspace=key["project_key"],
+                                      metadata={k: v for k, v in key.items()
+                                                if isinstance(v, str)}),
+                    AppendMessages(messages=self._messages(entries, epoch))]
+            return batches[epoch]
+
+        self.log.writer.decide(conversation_key(key), commands)
+
+    def _messages(self, entries: list[SessionStoreEntry], epoch: int) -> list[Message]:
+        """The entries as messages. A uuid is an idempotency key within one epoch, so
+        a session deleted (a new epoch) and written again keeps every entry."""
         seen: set[str] = set()
         messages = []
         for entry in entries:
@@ -131,23 +157,13 @@ class ConvlogSessionStore:
             else:
                 message_id = uuid.uuid4().hex  # no uuid: appended without dedupe
             messages.append(to_message(entry, message_id, agent=self.agent))
-        self.log.execute(target, [
-            StartConversation(channel=CHANNEL, user=self.user, agent=self.agent,
-                         workspace=key["project_key"],
-                         metadata={k: v for k, v in key.items() if isinstance(v, str)}),
-            AppendMessages(messages=messages)])
-
-    def _epoch(self, target: str) -> int:
-        """The conversation's epoch: a uuid is an idempotency key within one epoch,
-        so a session deleted (a new epoch) and written again keeps every entry."""
-        try:
-            return self.log.state(target).epoch
-        except UnknownConversation:
-            return 0
+        return messages
 
     def _load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         try:
-            messages = self.log.live_messages(conversation_key(key))
+            # read lean (issue 30): an entry's row is decoded to its id, the entry and
+            # what pairing reads, not to a whole message (usage, tokens, times)
+            messages = self.log.live_items(conversation_key(key))
         except UnknownConversation:
             return None
         entries = paired_entries(messages)  # tool_use/tool_result in pairs (issue 28)

@@ -13,7 +13,6 @@ contexts skip.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -25,11 +24,13 @@ from convlog.domain.content import AnyPart, Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
-from convlog.projections.pairing import Keep, Lost, message_tools, pair
+from convlog.projections.pairing import Keep, Lost, check_pairs, message_tools, pair
 from convlog.services.anthropic_blocks import Block, to_part
+from convlog.storage.mapper import RawItem
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 
 
 def _block(block: Mapping[str, Any]) -> AnyPart | None:
@@ -62,7 +63,11 @@ def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None =
     if not isinstance(entry, Mapping):
         raise InvalidInput(f"a session store entry must be a JSON object, not "
                            f"{type(entry).__name__}", field="entries")
-    raw = json.loads(json.dumps(entry))
+    try:  # a plain JSON copy, detached from the caller's objects
+        raw = _decode(_encode(entry))
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise InvalidInput(f"a session store entry must be JSON: {exc}",
+                           field="entries") from None
     body = entry.get("message")
     kind = entry.get("type")
     if kind not in ("user", "assistant") or not isinstance(body, Mapping):
@@ -79,15 +84,21 @@ def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None =
                    response_id=body.get("id") if isinstance(body.get("id"), str) else None)
 
 
-def paired_entries(messages: Sequence[MessageAppended]) -> list[dict[str, Any]]:
+def paired_entries(messages: Sequence[MessageAppended | RawItem]) -> list[dict[str, Any]]:
     """The stored entries for the SDK to resume from, tool_use and tool_result in
     pairs (issue 28; the rule is convlog.projections.pairing). A tool_use without
     result gets a synthetic user entry answering it (chained after its call, and the
     call's next entry re-chained after it); a tool_result without tool_use is taken
     out of its entry (an entry left empty is dropped, its children re-chained to its
-    parent). A well-paired transcript comes back exactly as appended."""
+    parent). A well-paired transcript comes back exactly as appended: what `load`
+    almost always finds, so it is checked in one lean pass and handed back as it is
+    (issue 30: planning and re-chaining every entry of a sound transcript was a third
+    of `load`)."""
     kept = [m for m in messages if m.raw is not None]
-    plan = pair([message_tools(m) for m in kept])
+    tools = [message_tools(m) for m in kept]  # type: ignore[arg-type]  # RawItem: see it
+    if not check_pairs(tools):
+        return [m.raw for m in kept]  # type: ignore[misc]  # not None: kept
+    plan = pair(tools)
     redirect: dict[str, Any] = {}  # uuid -> the uuid its children now hang from
     out: list[dict[str, Any]] = []
     shown = {s.index for s in plan.steps if isinstance(s, Keep)}

@@ -58,7 +58,7 @@ def _parse_topic(topic: str) -> tuple[str, int]:
     return name, int(version) if version else 1
 
 
-class RawItem(msgspec.Struct, frozen=True):
+class RawItem(msgspec.Struct, frozen=True, gc=False):
     """A `message_appended` row decoded only as far as an SDK session store needs it:
     its id, the SDK's own item (`raw`) and what pairing reads. Decoding the whole
     message (usage, costs, tokens, timestamps) only to hand back `raw` was two thirds
