@@ -135,6 +135,7 @@ QUICK = Config(mode="quick", repeats=1, append_n=1000, chunk=250,
                cap_seconds=8.0, cold_size=1000, cold_repeats=1, memory_n=1000)
 
 APPEND_VS_RAW_TARGET = 3.0  # convlog's time per appended message / raw sqlite3's
+SINGLE_APPEND_VS_RAW_TARGET = 2.5  # the same, appended one by one (issue 30)
 
 # ------------------------------------------------------------------------- helpers
 
@@ -960,9 +961,11 @@ def verdicts(rows: list[Row], appends: list[AppendResult]) -> tuple[list[str], l
     for result in appends:
         if "raw" in result.ratio_to_convlog:
             slower = 1 / result.ratio("raw")  # convlog's time / raw's time
-            label = (f"within {APPEND_VS_RAW_TARGET:.0f}x of raw sqlite3 on appends in turns "
+            target = (SINGLE_APPEND_VS_RAW_TARGET if result.turn_size == 1
+                      else APPEND_VS_RAW_TARGET)
+            label = (f"within {target:g}x of raw sqlite3 on appends in turns "
                      f"of {result.turn_size} ({slower:.2f}x)")
-            (met if slower <= APPEND_VS_RAW_TARGET else missed).append(label)
+            (met if slower <= target else missed).append(label)
     return met, missed
 
 

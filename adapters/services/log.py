@@ -195,10 +195,11 @@ class ConversationLog(CatalogQueries):
     def append_turn(self, key: str, messages: Iterable[Message]) -> AppendResult:
         """Append every message of one agent run in one transaction. Message ids already
         recorded in this conversation are skipped, so retrying a turn is safe."""
-        return self.execute(key, [AppendMessages(messages=list(messages))])
+        return self._writer.execute(key, [AppendMessages(messages=list(messages))])
 
     def append(self, key: str, message: Message) -> AppendResult:
-        return self.append_turn(key, [message])
+        # Straight to the writer, as `execute` does: the hottest call of a host.
+        return self._writer.execute(key, [AppendMessages(messages=[message])])
 
     def bind_native_session(self, key: str, native_session_id: str,
                             agent: str | None = None) -> AppendResult:
