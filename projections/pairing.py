@@ -27,7 +27,7 @@ from typing import Literal, get_args
 
 import msgspec
 
-from convlog.domain.content import ThinkingPart, ToolResultPart, ToolUsePart
+from convlog.domain.content import ImagePart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from convlog.domain.events import MessageAppended
 
 Cause = Literal["cancelled", "process_died", "retracted", "budget", "missing_in_import",
@@ -206,6 +206,18 @@ def message_tools(event: MessageAppended) -> Tools:
     no call and carry no result: they share one of two constant answers, so
     describing a long history allocates almost nothing (issue 30)."""
     role, content, tool_calls = event.role, event.content, event.tool_calls
+    if not tool_calls and role != "tool":  # the usual message: text, images, reasoning
+        if isinstance(content, str):
+            return _TEXT if content else _NEUTRAL
+        other = False
+        for part in content:
+            kind = type(part)
+            if kind is TextPart or kind is ImagePart:
+                other = True
+            elif kind is not ThinkingPart:
+                break  # a tool part: the general way below
+        else:
+            return _TEXT if other else _NEUTRAL
     result = event.tool_call_id if role == "tool" else None
     if isinstance(content, str):
         other = bool(content) and role != "tool"

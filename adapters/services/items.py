@@ -92,7 +92,7 @@ def live_items(store: ConversationStore, key: str, last: int | None = None
     found: list[MessageAppended | RawItem] = []
     seen: set[str] = set()
     upto: int | None = None
-    page = min(PAGE, last + 8)
+    page = min(PAGE, last)  # the usual tail is all live messages: read just those
     while True:
         rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page)
         if not rows and upto is None and not floor:
@@ -110,6 +110,7 @@ def live_items(store: ConversationStore, key: str, last: int | None = None
         if len(rows) < page:
             return found[::-1]
         upto = rows[-1][0] - 1
+        page = min(PAGE, 2 * (last - len(found)) + 8)  # retractions hide rows: read ahead
 
 
 def _live(rows: Sequence[tuple[int, Any]]) -> list[MessageAppended | RawItem]:
