@@ -60,6 +60,9 @@ def test_live_items_of_an_encrypted_store(tmp_path: Path,
         lean = log.live_items("lean")
         assert [m.raw for m in lean] == [m.raw for m in log.live_messages("lean")]
         assert lean[0].raw == item(5)
+        for last in (1, 3, 20):
+            assert [m.raw for m in log.live_items("lean", last=last)] == [
+                m.raw for m in log.live_messages("lean", last=last)]
 
 
 def test_live_items_of_an_unknown_conversation(log: convlog.ConversationLog) -> None:
