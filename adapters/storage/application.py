@@ -291,6 +291,10 @@ class ConversationStore(Application[UUID]):
         carry an SDK item come back as `RawItem`s (see `MsgspecMapper.decode_item`),
         everything else as its event. The rows are read straight from the recorder: no envelope per
         row."""
+        select_decoded = getattr(self.recorder, "select_decoded", None)
+        if select_decoded is not None and upto is None and limit is None and not desc:
+            return select_decoded(  # type: ignore[no-any-return]
+                conversation, functools.partial(self.codec.decode_items, conversation), gt=after)
         select_rows = getattr(self.recorder, "select_rows", None)
         rows: list[tuple[int, str, bytes]]
         if select_rows is not None:  # SQLite: plain tuples, no StoredEvent per row
