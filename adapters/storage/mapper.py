@@ -25,7 +25,7 @@ import msgspec
 from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 
 from convlog.crypto.errors import UnknownDataKey
-from convlog.domain.content import Content, ToolCall
+from convlog.domain.content import AnyPart, ToolCall
 from convlog.domain.conversation import Conversation
 from convlog.domain.events import EVENT_TYPES, Event, MessageAppended
 from convlog.storage.errors import CorruptEvent
@@ -59,7 +59,7 @@ def _parse_topic(topic: str) -> tuple[str, int]:
     return name, int(version) if version else 1
 
 
-class RawItem(msgspec.Struct, frozen=True):
+class RawItem(msgspec.Struct, frozen=True, gc=False):
     """A `message_appended` row decoded only as far as an SDK session store needs it:
     its id, the SDK's own item (`raw`) and what pairing reads. Decoding the whole
     message (usage, costs, tokens, timestamps) only to hand back `raw` was two thirds
@@ -67,7 +67,11 @@ class RawItem(msgspec.Struct, frozen=True):
 
     message_id: str
     role: str = "user"
-    content: Content = ""
+    content: str | tuple[AnyPart, ...] = ""
+    """A tuple (not a list, as in `MessageAppended`): a tuple of parts is not tracked
+    by the garbage collector, nor (`gc=False`) is a RawItem, which can hold no
+    cycle (nothing decoded from JSON can point back at it). A 100k-item read made
+    the collector walk every item; now only their SDK items (issue 30)."""
     tool_calls: tuple[ToolCall, ...] = ()
     """A tuple: most items make no call, and an empty tuple is not a new object."""
     tool_call_id: str | None = None
