@@ -27,7 +27,7 @@ from typing import Literal, get_args
 
 import msgspec
 
-from convlog.domain.content import ThinkingPart, ToolResultPart, ToolUsePart
+from convlog.domain.content import ImagePart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from convlog.domain.events import MessageAppended
 
 Cause = Literal["cancelled", "process_died", "retracted", "budget", "missing_in_import",
@@ -106,7 +106,15 @@ def pair(items: Sequence[Tools], *, causes: Mapping[str, Cause] | None = None,
     a given call's result is missing, when the caller knows (a retracted or cancelled
     call); else `missing` is used. `orphan` is why a result without call is left out
     ("budget" when the caller cut the front of the history)."""
-    causes = causes or {}
+    if well_paired(items):  # the common case: one lean pass, nothing to plan
+        return Plan(steps=[Keep(index=i, drop=_EMPTY) for i in range(len(items))],
+                    repairs=[])
+    return _plan(items, causes or {}, missing, orphan)
+
+
+def _plan(items: Sequence[Tools], causes: Mapping[str, Cause], missing: Cause,
+          orphan: Cause) -> Plan:
+    """`pair` the long way (also what it computes for a well-paired history)."""
     # pass 1: where each call is, and the first result-only item answering it
     call_at: dict[str, int] = {}
     answer_at: dict[str, int] = {}
@@ -188,24 +196,81 @@ def _keep(j: int, item: Tools, pending: dict[str, tuple[str, int]], answered: se
     return Keep(index=j, drop=drop)
 
 
+_TEXT = Tools()
+_NEUTRAL = Tools(other=False)
+
+
 def message_tools(event: MessageAppended) -> Tools:
     """A stored message as pairing sees it: chat-style `tool_calls` / `tool_call_id`
-    and Anthropic-style `tool_use` / `tool_result` parts alike."""
-    calls = [(c.id, c.name) for c in event.tool_calls]
-    results = [event.tool_call_id] if event.role == "tool" and event.tool_call_id else []
-    other = False
-    content = event.content
-    if isinstance(content, str):
-        other = bool(content) and event.role != "tool"
-    else:
+    and Anthropic-style `tool_use` / `tool_result` parts alike. Most messages make
+    no call and carry no result: they share one of two constant answers, so
+    describing a long history allocates almost nothing (issue 30)."""
+    role, content, tool_calls = event.role, event.content, event.tool_calls
+    if not tool_calls and role != "tool":  # the usual message: text, images, reasoning
+        if isinstance(content, str):
+            return _TEXT if content else _NEUTRAL
+        other = False
         for part in content:
-            if isinstance(part, ToolUsePart):
-                calls.append((part.id, part.name))
-            elif isinstance(part, ToolResultPart):
-                results.append(part.tool_use_id)
-            elif not isinstance(part, ThinkingPart):  # reasoning may sit between calls
+            kind = type(part)
+            if kind is TextPart or kind is ImagePart:
                 other = True
+            elif kind is not ThinkingPart:
+                break  # a tool part: the general way below
+        else:
+            return _TEXT if other else _NEUTRAL
+    result = event.tool_call_id if role == "tool" else None
+    if isinstance(content, str):
+        other = bool(content) and role != "tool"
+        if not tool_calls and not result:
+            return _TEXT if other else _NEUTRAL
+        return Tools(calls=tuple((c.id, c.name) for c in tool_calls),
+                     results=(result,) if result else (), other=other)
+    calls = [(c.id, c.name) for c in tool_calls]
+    results = [result] if result else []
+    other = False
+    for part in content:
+        if isinstance(part, ToolUsePart):
+            calls.append((part.id, part.name))
+        elif isinstance(part, ToolResultPart):
+            results.append(part.tool_use_id)
+        elif not isinstance(part, ThinkingPart):  # reasoning may sit between calls
+            other = True
+    if not calls and not results:
+        return _TEXT if other else _NEUTRAL
     return Tools(calls=tuple(calls), results=tuple(results), other=other)
+
+
+def well_paired(items: Sequence[Tools]) -> bool:
+    """`check_pairs(items) == []`, in one lean pass and without the sentences. A
+    well-paired history is what a read almost always finds; `pair` (and callers that
+    need no plan) then hand it back as it is without planning anything (issue 30:
+    planning nothing was 40% of reading a long history)."""
+    pending: set[str] = set()
+    seen: set[str] = set()
+    answering = False
+    for item in items:
+        calls, results = item.calls, item.results
+        if not calls and not results:  # with nothing open, `answering` is already off
+            if pending and item.other:
+                return False
+            continue
+        if pending and calls and answering:
+            return False
+        for r in results:
+            if r not in pending:
+                return False
+            pending.discard(r)
+            answering = True
+        if pending and not calls and item.other:
+            return False
+        if not pending:
+            answering = False
+        for call_id, _ in calls:
+            if call_id in seen:
+                return False
+            seen.add(call_id)
+            pending.add(call_id)
+    return not pending
 
 
 def check_pairs(items: Sequence[Tools]) -> list[str]:

@@ -26,7 +26,7 @@ from convlog.domain.content import (
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
-from convlog.projections.pairing import Lost, message_tools, pair
+from convlog.projections.pairing import Lost, message_tools, pair, well_paired
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 
@@ -123,8 +123,11 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None
     rule is convlog.projections.pairing): a call whose output is missing is followed
     by a synthetic output saying it was lost, an output without call is left out.
     `limit` (the messages are then the newest ones): at most that many items, and an
-    output whose call the limit cut off is left out too."""
+    output whose call the limit cut off is left out too. A well-paired history (the
+    usual one) is handed back as it is, without planning (issue 30)."""
     tools = [message_tools(m) for m in messages]
+    if (limit is None or len(messages) <= limit) and well_paired(tools):
+        return [m.raw if m.raw is not None else from_message(m) for m in messages]
     start = 0
     while True:
         plan = pair(tools[start:] if start else tools,

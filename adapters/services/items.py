@@ -12,8 +12,10 @@ limited pages of the conversation's index and stops at the epoch's start, so
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from convlog.domain.conversation import Command, Conversation, Retract, conversation_id
+from convlog.domain.errors import UnknownConversation
 from convlog.domain.events import ConversationCleared, MessageAppended, MessageRetracted
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
@@ -63,42 +65,69 @@ def live_messages(store: ConversationStore, state: Conversation, last: int | Non
     return found[::-1]
 
 
-def live_items(store: ConversationStore, state: Conversation, last: int | None = None
+def live_items(store: ConversationStore, key: str, last: int | None = None
                ) -> list[MessageAppended | RawItem]:
-    """`live_messages` for SDK session stores: the same rows and the same choice of
-    live messages, but a message carrying an SDK item comes back as a `RawItem` (its
-    id and the item), decoded without the rest of the message (issue 30: the full
-    decode was two thirds of `get_items()`). Messages without an item come back whole."""
-    cid = conversation_id(state.key)
+    """`live_messages` for SDK session stores: the same choice of live messages, but a
+    message carrying an SDK item comes back as a `RawItem` (its id and the item),
+    decoded without the rest of the message (issue 30: the full decode was two thirds
+    of `get_items()`). Messages without an item come back whole.
+
+    No state is loaded (issue 30: that query and fold were a third of a
+    `get_items(limit=20)`): the epoch is found in the rows themselves, whose walk
+    stops at (or restarts after) the newest `conversation_cleared`. Reading starts
+    after the epoch start this process last saw, which is safe because epochs only
+    move forward. Raises UnknownConversation when nothing was ever recorded."""
+    cid = conversation_id(key)
+    floor = store.epoch_floor(cid)
+    after = floor or None
     if last is None:
-        kept: list[MessageAppended | RawItem] = []
-        retracted: set[str] = set()
-        for _, event in store.item_rows(cid, after=state.epoch_start_version,
-                                        upto=state.version):
-            if type(event) is RawItem or isinstance(event, MessageAppended):
-                kept.append(event)
-            elif isinstance(event, MessageRetracted):
-                retracted.add(event.message_id)
-        return [e for e in kept if e.message_id not in retracted] if retracted else kept
+        rows = store.item_rows(cid, after=after)
+        if not rows and not floor:
+            raise UnknownConversation(key)
+        return _live(rows)
+    if last == 0:
+        if not floor and not store.item_rows(cid, desc=True, limit=1):
+            raise UnknownConversation(key)
+        return []
     found: list[MessageAppended | RawItem] = []
-    upto, seen = state.version, set[str]()
-    page = min(PAGE, last + 8)
-    while last > 0 and upto > state.epoch_start_version and len(found) < last:
-        page_rows = store.item_rows(cid, upto=upto, desc=True,
-                                    limit=min(page, upto - state.epoch_start_version))
-        for _, event in page_rows:
-            if isinstance(event, ConversationCleared):
-                return found[::-1]
-            if isinstance(event, MessageRetracted):
+    seen: set[str] = set()
+    upto: int | None = None
+    page = min(PAGE, last)  # the usual tail is all live messages: read just those
+    while True:
+        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page)
+        if not rows and upto is None and not floor:
+            raise UnknownConversation(key)
+        for _, event in rows:
+            if type(event) is RawItem or isinstance(event, MessageAppended):
+                if event.message_id not in seen:
+                    found.append(event)
+                    if len(found) >= last:
+                        return found[::-1]
+            elif isinstance(event, MessageRetracted):
                 seen.add(event.message_id)
-            elif isinstance(event, (MessageAppended, RawItem)) and event.message_id not in seen:
-                found.append(event)
-                if len(found) >= last:
-                    break
-        if not page_rows:
-            break
-        upto = page_rows[-1][0] - 1
-    return found[::-1]
+            elif isinstance(event, ConversationCleared):
+                return found[::-1]
+        if len(rows) < page:
+            return found[::-1]
+        upto = rows[-1][0] - 1
+        page = min(PAGE, 2 * (last - len(found)) + 8)  # retractions hide rows: read ahead
+
+
+def _live(rows: Sequence[tuple[int, Any]]) -> list[MessageAppended | RawItem]:
+    """The live messages among `rows` (oldest first): those after the newest clear,
+    without the retracted ones."""
+    kept: list[MessageAppended | RawItem] = []
+    retracted: set[str] = set()
+    append = kept.append
+    for _, event in rows:
+        if type(event) is RawItem or isinstance(event, MessageAppended):
+            append(event)
+        elif isinstance(event, MessageRetracted):
+            retracted.add(event.message_id)
+        elif isinstance(event, ConversationCleared):  # a new epoch: start over
+            kept, retracted = [], set()
+            append = kept.append
+    return [e for e in kept if e.message_id not in retracted] if retracted else kept
 
 
 def retract_last(writer: Writer, key: str, reason: str | None

@@ -391,7 +391,7 @@ class ConversationLog(CatalogQueries):
         comes back as a `RawItem` (id + item) without decoding the rest (issue 30)."""
         if last is not None and last < 0:
             raise InvalidInput("last cannot be negative", field="last")
-        return items.live_items(self._store, self.state(key), last)
+        return items.live_items(self._store, check_key(key), last)
 
     def transcript(self, key: str) -> list[TranscriptLine]:
         return transcript(self.events(key))

@@ -242,6 +242,13 @@ class ConversationStore(Application[UUID]):
                 if self._shared[key] >= QUIET_READS:
                     del self._shared[key]
 
+    def epoch_floor(self, conversation: UUID) -> int:
+        """Where the conversation's current epoch started as far as this process
+        knows (0: not known), without a query. Epochs only move forward, so reads of
+        the live history may start there and find any newer clear in the rows."""
+        cached = self._cached(conversation)
+        return cached.epoch_start_version if cached is not None else 0
+
     @storage_errors
     def load(self, conversation: UUID, key: str, *, fresh: bool = True) -> Conversation:
         """The state of a conversation (an unstarted one when nothing is recorded).
@@ -290,6 +297,10 @@ class ConversationStore(Application[UUID]):
         carry an SDK item come back as `RawItem`s (see `MsgspecMapper.decode_item`),
         everything else as its event. The rows are read straight from the recorder: no envelope per
         row."""
+        select_decoded = getattr(self.recorder, "select_decoded", None)
+        if select_decoded is not None and upto is None and limit is None and not desc:
+            return select_decoded(  # type: ignore[no-any-return]
+                conversation, functools.partial(self.codec.decode_items, conversation), gt=after)
         select_rows = getattr(self.recorder, "select_rows", None)
         rows: list[tuple[int, str, bytes]]
         if select_rows is not None:  # SQLite: plain tuples, no StoredEvent per row
@@ -298,9 +309,7 @@ class ConversationStore(Application[UUID]):
             rows = [(s.originator_version, s.topic, s.state) for s in
                     self.recorder.select_events(conversation, gt=after, lte=upto,
                                                 desc=desc, limit=limit)]
-        decode = self.codec.decode_item
-        return [(version, decode(conversation, version, topic, state))
-                for version, topic, state in rows]
+        return self.codec.decode_items(conversation, rows)
 
     @storage_errors
     def last_messages(self, conversation: UUID, count: int) -> list[MessageAppended]:

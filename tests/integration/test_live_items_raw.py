@@ -60,8 +60,47 @@ def test_live_items_of_an_encrypted_store(tmp_path: Path,
         lean = log.live_items("lean")
         assert [m.raw for m in lean] == [m.raw for m in log.live_messages("lean")]
         assert lean[0].raw == item(5)
+        for last in (1, 3, 20):
+            assert [m.raw for m in log.live_items("lean", last=last)] == [
+                m.raw for m in log.live_messages("lean", last=last)]
 
 
 def test_live_items_of_an_unknown_conversation(log: convlog.ConversationLog) -> None:
     with pytest.raises(convlog.UnknownConversation):
         log.live_items("nobody")
+
+
+@pytest.mark.parametrize("last", [None, 2, 50])
+def test_live_items_find_a_clear_this_process_has_not_seen(tmp_path: Path,
+                                                           last: int | None) -> None:
+    """live_items loads no state (issue 30): it starts at the epoch this process last
+    saw and must find a newer clear, made by another process, in the rows."""
+    url = f"sqlite:///{tmp_path}/shared.db"
+    with convlog.open(url) as reader, convlog.open(url) as other:
+        conv = reader.conversation("shared")
+        conv.append_turn([convlog.Message(role="user", content=f"m{n}", raw=item(n))
+                          for n in range(3)])
+        reader.clear("shared")  # this process now knows epoch 1
+        conv.append(convlog.Message(role="user", content="m3", raw=item(3)))
+        assert [m.raw for m in reader.live_items("shared", last=last)] == [item(3)]
+        other.clear("shared")  # epoch 2, unseen by `reader`
+        other.conversation("shared").append(
+            convlog.Message(role="user", content="m4", raw=item(4)))
+        other.conversation("shared").append(
+            convlog.Message(role="user", content="m5", raw=item(5)))
+        other.retract_last("shared", "pop_item")
+        assert [m.raw for m in reader.live_items("shared", last=last)] == [item(4)]
+        assert [m.raw for m in reader.live_items("shared", last=last)] == [
+            m.raw for m in other.live_messages("shared", last=last)]
+
+
+def test_live_items_of_nothing_live(log: convlog.ConversationLog) -> None:
+    conv = log.conversation("cleared")
+    conv.append(convlog.Message(role="user", content="m0", raw=item(0)))
+    conv.clear()
+    assert log.live_items("cleared") == log.live_items("cleared", last=5) == []
+    assert log.live_items("cleared", last=0) == []
+    with pytest.raises(convlog.UnknownConversation):
+        log.live_items("nobody", last=0)
+    with pytest.raises(convlog.UnknownConversation):
+        log.live_items("nobody", last=3)

@@ -76,6 +76,30 @@ def test_items_come_back_exactly_and_read_as_messages(url: str) -> None:
     session.close()
 
 
+def test_items_come_back_from_an_encrypted_store(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lean read path (issue 30) opens sealed rows like any other read: the same
+    items, all or the newest few, with the same pairing (a call popped of its output
+    is answered by a synthetic output)."""
+    monkeypatch.setenv("CONVLOG_KEY", "33" * 32)
+    url = f"sqlite:///{tmp_path / 'sealed.db'}"
+    session = ConvlogSession("sealed", url, user="ana")
+    run(session.add_items(ITEMS))
+    assert run(session.get_items()) == ITEMS
+    assert run(session.get_items(limit=3)) == ITEMS[-3:]
+    run(session.clear_session())
+    run(session.add_items(ITEMS[3:6]))  # call_1, call_2, output of call_1
+    session.close()
+    assert b"notes/auth.md" not in (tmp_path / "sealed.db").read_bytes()
+    again = ConvlogSession("sealed", url, user="ana")
+    items = run(again.get_items())
+    assert items[:3] == ITEMS[3:6] and items[3]["call_id"] == "call_2"
+    assert "lost" in items[3]["output"]
+    # the newest two: call_1's output lost its call to the limit and is left out
+    assert run(again.get_items(limit=2)) == [ITEMS[4], items[3]]
+    again.close()
+
+
 def test_pop_is_a_retraction_and_clear_an_epoch(url: str) -> None:
     session = ConvlogSession("pop", url)
     assert run(session.pop_item()) is None

@@ -3,10 +3,24 @@ paired, and a well-paired history comes back unchanged (issue 28)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convlog.projections.pairing import Keep, Lost, Tools, check_pairs, pair
+from convlog.domain.content import TextPart, ThinkingPart, ToolUsePart
+from convlog.domain.events import MessageAppended
+from convlog.projections.pairing import (
+    Keep,
+    Lost,
+    Tools,
+    _plan,
+    check_pairs,
+    message_tools,
+    pair,
+    well_paired,
+)
 
 
 def call(*ids: str, other: bool = False) -> Tools:
@@ -18,6 +32,7 @@ def result(*ids: str, other: bool = False) -> Tools:
 
 
 TEXT = Tools()
+AT = datetime(2026, 11, 25, tzinfo=UTC)
 
 
 def apply(items: list[Tools], plan_steps: list[Keep | Lost]) -> list[Tools]:
@@ -83,10 +98,8 @@ tools = st.one_of(
 )
 
 
-@settings(max_examples=500)
-@given(st.lists(tools, max_size=14))
-def test_every_plan_is_well_paired(items: list[Tools]) -> None:
-    # a call id is unique in a real history: number repeated ones apart
+def unique_calls(items: list[Tools]) -> list[Tools]:
+    """A call id is unique in a real history: number repeated ones apart."""
     seen: dict[str, int] = {}
     fixed = []
     for item in items:
@@ -96,6 +109,13 @@ def test_every_plan_is_well_paired(items: list[Tools]) -> None:
             calls.append((f"{cid}{seen[cid]}", name))
         results = tuple(f"{r}{max(seen.get(r, 0), 1)}" for r in item.results)
         fixed.append(Tools(calls=tuple(calls), results=results, other=item.other))
+    return fixed
+
+
+@settings(max_examples=500)
+@given(st.lists(tools, max_size=14))
+def test_every_plan_is_well_paired(items: list[Tools]) -> None:
+    fixed = unique_calls(items)
     plan = pair(fixed)
     out = apply(fixed, plan.steps)
     assert check_pairs(out) == []
@@ -106,3 +126,37 @@ def test_every_plan_is_well_paired(items: list[Tools]) -> None:
                if item.other or item.calls or not item.results)
     if check_pairs(fixed) == []:
         assert plan.repairs == [] and kept == list(range(len(fixed)))
+
+
+@settings(max_examples=1000)
+@given(st.lists(tools, max_size=14), st.booleans())
+def test_the_well_paired_shortcut_is_the_checker_and_changes_nothing(
+        items: list[Tools], unique: bool) -> None:
+    """`pair` skips planning when `well_paired` says so (issue 30): that must be exactly
+    when the checker finds nothing, and the long way must then plan nothing either."""
+    history = unique_calls(items) if unique else items
+    assert well_paired(history) == (check_pairs(history) == [])
+    if well_paired(history):
+        slow = _plan(history, {}, "process_died", "no_call")
+        assert slow.repairs == []
+        assert slow.steps == [Keep(index=i) for i in range(len(history))]
+        assert pair(history) == slow
+    else:
+        assert pair(history) == _plan(history, {}, "process_died", "no_call")
+
+
+def test_plain_messages_share_constant_tools() -> None:
+    """Describing a long history of plain messages allocates nothing per message."""
+    def described(**fields: Any) -> Tools:
+        return message_tools(MessageAppended(message_id="m", at=AT, **fields))
+
+    assert described(role="user", content="hi") is described(role="assistant", content="x")
+    assert described(role="user", content="hi") == Tools()
+    assert described(role="assistant", content=[TextPart(text="t")]) == Tools()
+    assert described(role="assistant", content="") == Tools(other=False)
+    assert described(role="assistant", content=[ThinkingPart(text="t")]) == Tools(other=False)
+    assert described(role="tool", content="out", tool_call_id="c") == Tools(
+        results=("c",), other=False)
+    assert described(role="assistant", content=[ThinkingPart(text="t"),
+                                                ToolUsePart(id="u", name="f")]
+                     ) == Tools(calls=(("u", "f"),), other=False)
