@@ -18,10 +18,10 @@ import pytest
 
 pytest.importorskip("agents")
 
-import convlog  # noqa: E402
-from convlog.integrations.openai_agents import ConvlogSession  # noqa: E402
-from convlog.projections.pairing import Tools, check_pairs, lost_text  # noqa: E402
-from tests.sdks.test_openai_pairs import chat_problems  # noqa: E402
+import convlog
+from convlog.integrations.openai_agents import ConvlogSession
+from convlog.projections.pairing import Tools, check_pairs, lost_text
+from tests.sdks.openai_checks import chat_problems
 
 
 def item_tools(item: dict[str, Any]) -> Tools:
