@@ -20,8 +20,10 @@ from convlog.domain.events import ConversationCleared, MessageAppended, MessageR
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.mapper import RawItem as RawItem
+from convlog.storage.mapper import all_topics
 
 PAGE = 128
+_UNDO_TOPICS = [*all_topics(MessageRetracted), *all_topics(ConversationCleared)]
 
 
 def _newest_first(store: ConversationStore, state: Conversation, page: int
@@ -119,8 +121,13 @@ def retracted_since(store: ConversationStore, key: str, since: str
     (newest first; messages carrying an SDK item as `RawItem`s): why a tool output
     is missing when an SDK's `pop_item` took it back (convlog.projections.
     pair_causes). Walks the conversation backwards from its newest row to that
-    message, so it reads about as many rows as the history after it."""
+    message, so it reads about as many rows as the history after it; first one
+    indexed look at the newest retraction or clear, so an epoch without any
+    retraction (a process that died mid-tool) reads nothing more."""
     cid = conversation_id(key)
+    newest = store.last_of(cid, _UNDO_TOPICS, 1)
+    if not newest or not isinstance(newest[0].event, MessageRetracted):
+        return []
     after = store.epoch_floor(cid) or None
     ids: set[str] = set()
     found: list[MessageAppended | RawItem] = []

@@ -148,3 +148,18 @@ def test_retracted_since_finds_what_was_popped_after_a_message(
     assert [m.message_id for m in retracted_since(log.store, "since", b.message_id)][-1] == (
         b.message_id)
     assert "old" not in texts(retracted_since(log.store, "since", "nowhere"))  # type: ignore[arg-type]
+
+
+def test_retracted_since_is_empty_without_a_retraction_in_the_epoch(
+        log: convlog.ConversationLog) -> None:
+    from convlog.services.items import retracted_since
+
+    conv = log.conversation("none-retracted")
+    conv.append_turn([convlog.user("a"), convlog.user("b")])
+    (a, _) = conv.live_messages()
+    assert retracted_since(log.store, "none-retracted", a.message_id) == []
+    conv.retract_last()
+    conv.clear()  # the retraction belongs to the previous epoch
+    conv.append_turn([convlog.user("c")])
+    (c,) = conv.live_messages()
+    assert retracted_since(log.store, "none-retracted", c.message_id) == []
