@@ -28,7 +28,15 @@ from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
 from convlog.integrations.openai_nearest import nearest_items
 from convlog.projections.pair_causes import lost_causes
-from convlog.projections.pairing import Cause, Lost, Tools, message_tools, pair, well_paired
+from convlog.projections.pairing import (
+    Cause,
+    Lost,
+    Tools,
+    lost_text,
+    message_tools,
+    pair,
+    well_paired,
+)
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 
@@ -136,12 +144,11 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, 
     stored (an output `pop_item` removed), `imported` whether the conversation
     came from an importer."""
     tools = [message_tools(m) for m in messages]
-    if (limit is None or len(messages) <= limit) and well_paired(tools):
-        foreign: list[MessageAppended] = []
-        items = [m.raw if m.raw is not None else _plain(m, foreign) for m in messages]
-        if not foreign:
-            return items
-    items, steps_tools, owner = _expand(messages, tools)
+    foreign: list[MessageAppended] = []
+    items = [m.raw if m.raw is not None else _plain(m, foreign) for m in messages]
+    steps_tools, owner = tools, None
+    if foreign:  # another host's tool messages: their nearest items, paired as such
+        items, steps_tools, owner = _expand(messages, tools)
     if (limit is None or len(items) <= limit) and well_paired(steps_tools):
         return items
     orphan: Cause = "budget" if limit is not None else "no_call"
@@ -151,20 +158,21 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, 
         if limit is None or len(plan.steps) <= limit:
             break
         start += len(plan.steps) - limit  # synthetic outputs made it longer: cut more
-    lost = [owner[start + r.index] for r in plan.repairs if r.kind == "synthesized"]
+    causes: Mapping[str, Cause] = {}
+    missing: Cause = "process_died"
+    lost = [start + r.index for r in plan.repairs if r.kind == "synthesized"]
     if lost:  # the repair path only: say why, reading the log if need be
-        since = messages[min(lost)].message_id
+        since = messages[min(owner[i] for i in lost) if owner else min(lost)].message_id
         causes, missing = lost_causes(messages, tools=tools, imported=imported,
                                       retracted=retracted(since) if retracted else ())
-        plan = pair(steps_tools[start:] if start else steps_tools, causes=causes,
-                    missing=missing, orphan=orphan)
     kinds: dict[str, str] = {}
     out: list[dict[str, Any]] = []
     for step in plan.steps:
         if isinstance(step, Lost):
             kind = kinds.get(step.call_id, "function_call")
+            cause = causes.get(step.call_id, missing)
             out.append({"type": f"{kind}_output", "call_id": step.call_id,
-                        "output": step.text})
+                        "output": lost_text(cause, step.name)})
             continue
         item = items[start + step.index]
         for call_id, _ in steps_tools[start + step.index].calls:
