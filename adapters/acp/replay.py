@@ -75,19 +75,14 @@ class _Ids:
 
 
 def end_cause(message: MessageAppended) -> Cause | None:
-    """Why a recorded ACP turn ended early, from its end marker (convlog.acp.turns):
-    the agent process died, or the turn was cancelled (by the client, or by the proxy
-    as the client went away). None: it ended normally, or the marker says nothing."""
+    """Why a recorded ACP turn left a call without result, from its end marker
+    (convlog.acp.turns): ``[turn cancelled]`` is "cancelled"; anything else (``[turn cut
+    off: ...]``: the agent process exited, or was stopped as the client went away) is
+    pairing's default, "process_died". The resume context reads the markers alike."""
     content = message.content
     last = content if isinstance(content, str) else next(
         (p.text for p in reversed(content) if isinstance(p, TextPart)), "")
-    if last == "[turn cancelled]":
-        return "cancelled"
-    if last.startswith("[turn cut off: the agent "):
-        return "process_died"
-    if last.startswith("[turn cut off: "):
-        return "cancelled"
-    return None
+    return "cancelled" if last.startswith("[turn cancelled]") else None
 
 
 def _pieces(message: MessageAppended, ids: _Ids) -> Iterator[_Piece]:

@@ -12,6 +12,7 @@ stored tool result without its call is not replayed at all.
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,42 @@ def test_a_tool_call_cut_off_mid_flight_is_replayed_failed_with_why(
     with convlog.open(db) as log:  # replaying changed nothing in the log
         assert len(log.messages(f"acp:{session_id}")) == 5
     assert len(trace(tmp_path)) == 2  # the load itself prompted no agent
+
+
+def test_agent_sessions_load_replays_a_cancelled_tool_call_as_failed(tmp_path: Path) -> None:
+    """The same replay from `AgentSessions.load`, in the docs' minimal agent (a real
+    process): a turn its `record()` wrote as cancelled with a tool call in flight."""
+    from convlog.acp import AgentSessions
+    from tests.e2e.test_acp_helper import readme_agent
+
+    db = f"sqlite:///{tmp_path / 'agent.db'}"
+    agent = [sys.executable, str(readme_agent(tmp_path)), db]
+
+    async def first() -> str:
+        async with acp.spawn_agent_process(RecordingClient(), *agent, env=env()) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hi")])
+            return str(session.session_id)
+
+    async def cancelled_turn(session_id: str) -> None:
+        async with await convlog.open_async(db) as log:
+            await AgentSessions(log, agent="minimal").record(
+                session_id, [acp.text_block("run the slow tool")],
+                [acp.start_tool_call("s1", "slow", status="in_progress")], "cancelled")
+
+    client = RecordingClient()
+
+    async def load(session_id: str) -> None:
+        async with acp.spawn_agent_process(client, *agent, env=env()) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+
+    session_id = run(first())
+    run(cancelled_turn(session_id))
+    run(load(session_id))
+    replayed = [u for _, u in client.updates]
+    assert check_pairs([as_tools(u) for u in replayed]) == []
+    lost, = lost_updates(replayed)
+    assert (lost["toolCallId"], lost["status"]) == ("s1", "failed")
+    assert "the turn was cancelled" in lost["content"][0]["content"]["text"]

@@ -75,7 +75,8 @@ def test_a_well_paired_turn_replays_each_part_in_order() -> None:
 @pytest.mark.parametrize(("marker", "cause"), [
     ("[turn cancelled]", "cancelled"),
     ("[turn cut off: the agent process exited (code 3)]", "process_died"),
-    ("[turn cut off: the client disconnected]", "cancelled"),
+    ("[turn cut off: the client disconnected]", "process_died"),  # the agent was stopped
+    ("[turn failed: Internal error]", "process_died"),
 ])
 def test_a_call_without_result_is_followed_by_a_failed_update_saying_why(
         marker: str, cause: Any) -> None:
