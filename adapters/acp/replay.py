@@ -47,10 +47,37 @@ def _arguments(text: str) -> Any:
 
 
 class _Piece(NamedTuple):
-    """One pairing item of the replay and the updates that show it."""
+    """One pairing item of the replay: what pairing needs, and what to show (the
+    update is built only when it is sent, so a long replay holds no update dicts)."""
 
     tools: Tools
-    updates: list[dict[str, Any]]
+    kind: str
+    """user / agent / thought (text), call (`text` is its name), result / error / lost."""
+    text: str
+    call_id: str = ""
+    arguments: str = ""
+
+
+_TEXT, _NEUTRAL = Tools(), Tools(other=False)
+
+
+def _show(piece: _Piece) -> dict[str, Any]:
+    """The `session/update` payload of one piece, as a wire dict."""
+    import acp
+
+    kind = piece.kind
+    if kind == "user":
+        return _dump(acp.update_user_message_text(piece.text))
+    if kind == "agent":
+        return _dump(acp.update_agent_message_text(piece.text))
+    if kind == "thought":
+        return _dump(acp.update_agent_thought_text(piece.text))
+    if kind == "call":
+        return _dump(acp.start_tool_call(piece.call_id, piece.text, status="in_progress",
+                                         raw_input=_arguments(piece.arguments)))
+    return _dump(acp.update_tool_call(
+        piece.call_id, status="completed" if kind == "result" else "failed",
+        content=[acp.tool_content(acp.text_block(piece.text))]))
 
 
 class _Ids:
@@ -60,12 +87,15 @@ class _Ids:
     def __init__(self) -> None:
         self.latest: dict[str, str] = {}
         self.used: set[str] = set()
+        self.uses: dict[str, int] = {}  # how often each id was used: linear, not k^2
 
     def call(self, call_id: str) -> str:
-        replay_id, n = call_id, 1
-        while replay_id in self.used:
+        n = self.uses.get(call_id, 0)
+        replay_id = f"{call_id}~{n + 1}" if n else call_id
+        while replay_id in self.used:  # an agent's own id looks like ours: next one
             n += 1
-            replay_id = f"{call_id}~{n}"
+            replay_id = f"{call_id}~{n + 1}"
+        self.uses[call_id] = n + 1
         self.used.add(replay_id)
         self.latest[call_id] = replay_id
         return replay_id
@@ -86,51 +116,43 @@ def end_cause(message: MessageAppended) -> Cause | None:
 
 
 def _pieces(message: MessageAppended, ids: _Ids) -> Iterator[_Piece]:
-    """The pairing items of one stored message, each with its updates."""
-    import acp
-
-    user = message.role == "user"
-    text_update = acp.update_user_message_text if user else acp.update_agent_message_text
+    """The pairing items of one stored message, in order."""
     if message.role == "tool":
         content = message.content if isinstance(message.content, str) else "\n".join(
             p.text if isinstance(p, TextPart) else p.content
             for p in message.content if isinstance(p, TextPart | ToolResultPart))
         call_id = ids.result(message.tool_call_id or message.message_id)
-        yield _Piece(Tools(results=(call_id,), other=False), [_dump(acp.update_tool_call(
-            call_id, status="completed", content=[acp.tool_content(acp.text_block(content))]))])
+        yield _Piece(Tools(results=(call_id,), other=False), "result", content, call_id)
         return
+    user = message.role == "user"
+    said = "user" if user else "agent"
     if isinstance(message.content, str):
         if message.content:
-            yield _Piece(Tools(), [_dump(text_update(message.content))])
+            yield _Piece(_TEXT, said, message.content)
     else:
         for part in message.content:
             if isinstance(part, TextPart):
-                yield _Piece(Tools(), [_dump(text_update(part.text))])
+                yield _Piece(_TEXT, said, part.text)
             elif isinstance(part, ThinkingPart) and not user:
-                yield _Piece(Tools(other=False), [_dump(acp.update_agent_thought_text(part.text))])
+                yield _Piece(_NEUTRAL, "thought", part.text)
             elif isinstance(part, ImagePart):
-                yield _Piece(Tools(), [_dump(text_update(f"[image: {part.ref}]"))])
+                yield _Piece(_TEXT, said, f"[image: {part.ref}]")
             elif isinstance(part, ToolUsePart):
                 call_id = ids.call(part.id)
-                yield _Piece(Tools(calls=((call_id, part.name),), other=False), [_dump(
-                    acp.start_tool_call(call_id, part.name, status="in_progress",
-                                        raw_input=_arguments(part.arguments)))])
+                yield _Piece(Tools(calls=((call_id, part.name),), other=False), "call",
+                             part.name, call_id, part.arguments)
             elif isinstance(part, ToolResultPart):
                 call_id = ids.result(part.tool_use_id)
-                yield _Piece(Tools(results=(call_id,), other=False), [_dump(acp.update_tool_call(
-                    call_id, status="failed" if part.is_error else "completed",
-                    content=[acp.tool_content(acp.text_block(part.content))]))])
+                yield _Piece(Tools(results=(call_id,), other=False),
+                             "error" if part.is_error else "result", part.content, call_id)
     for call in message.tool_calls:
         call_id = ids.call(call.id)
-        yield _Piece(Tools(calls=((call_id, call.name),), other=False), [_dump(
-            acp.start_tool_call(call_id, call.name, status="in_progress",
-                                raw_input=_arguments(call.arguments)))])
+        yield _Piece(Tools(calls=((call_id, call.name),), other=False), "call", call.name,
+                     call_id, call.arguments)
 
 
 def replay_updates(messages: Sequence[MessageAppended]) -> Iterator[dict[str, Any]]:
     """Every update of a conversation, in order, tool calls and results in pairs."""
-    import acp
-
     ids = _Ids()
     pieces: list[_Piece] = []
     causes: dict[str, Cause] = {}
@@ -144,8 +166,6 @@ def replay_updates(messages: Sequence[MessageAppended]) -> Iterator[dict[str, An
     plan = pair([p.tools for p in pieces], causes=causes)
     for step in plan.steps:
         if isinstance(step, Keep):
-            yield from pieces[step.index].updates  # `drop` is empty: no piece mixes
-        else:  # a call and a result
-            yield _dump(acp.update_tool_call(
-                step.call_id, status="failed",
-                content=[acp.tool_content(acp.text_block(step.text))]))
+            yield _show(pieces[step.index])  # `drop` is empty: no piece mixes
+        else:  # a call whose result is lost: a failed update saying why
+            yield _show(_Piece(_NEUTRAL, "lost", step.text, step.call_id))
