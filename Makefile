@@ -99,6 +99,7 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): print
 	$(BIN)/python -m bench.importers
 	$(BIN)/python -m bench.watch
 	$(BIN)/python -m bench.sdks
+	$(VENV_BENCH)/bin/python -m bench.sdks --sdk adk
 	$(VENV_BENCH)/bin/python -m bench.peers
 
 bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for development
@@ -116,6 +117,7 @@ bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for d
 	$(BIN)/python -m bench.importers --quick
 	$(BIN)/python -m bench.watch --quick
 	$(BIN)/python -m bench.sdks --quick
+	$(VENV_BENCH)/bin/python -m bench.sdks --sdk adk --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
 
 bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only

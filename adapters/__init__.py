@@ -66,7 +66,7 @@ from convlog.domain.messages import Message
 from convlog.domain.renamed import renamed
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
-from convlog.projections.replay_views import ConversationView, ViewEntry
+from convlog.projections.replay_views import ConversationView, RepairMark, ViewEntry
 from convlog.projections.view_diff import MissingMessage, ViewDiff
 from convlog.services.builders import assistant, tool, user
 from convlog.services.context import Context
@@ -225,6 +225,7 @@ __all__ = [
     "ModelPrice",
     "NotEncrypted",
     "Redactor",
+    "RepairMark",
     "ResumeOutcome",
     "ResumptionContext",
     "StorageError",

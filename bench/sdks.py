@@ -23,6 +23,12 @@ long-running host pays once) and a few untimed reads.
 
 Ratios are convlog / SQLiteSession (below 1: convlog is faster).
 Results go to ``bench/results/sdks-<UTC date>[-quick].json``.
+
+Google ADK (``--sdk adk``, bench/adk_sessions.py): `ConvlogSessionService` against
+ADK's `DatabaseSessionService` on SQLite: `get_session` of 3,000 events,
+`list_sessions` of 5,000 and 10,000 sessions, `append_event`. It needs SQLAlchemy, a
+benchmark peer, so it runs in .venv-bench (``make bench`` does); results go to
+``bench/results/sdks-adk-<UTC date>[-quick].json``.
 """
 
 from __future__ import annotations
@@ -116,7 +122,13 @@ async def peak_read_mib(session: Any) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller histories, fewer calls")
+    parser.add_argument("--sdk", choices=("openai", "adk", "all"), default="openai",
+                        help="which SDK's session store (adk needs .venv-bench)")
     args = parser.parse_args()
+    if args.sdk in ("adk", "all"):
+        adk_section(args.quick)
+    if args.sdk == "adk":
+        return
     sizes, repeat = ((100, 1_000), 50) if args.quick else ((1_000, 10_000, 100_000), 200)
     rows: list[dict[str, Any]] = []
     peaks: dict[str, float] = {}
@@ -148,6 +160,19 @@ def main() -> None:
     path = RESULTS / f"sdks-{stamp}{'-quick' if args.quick else ''}.json"
     saved = {"repeat": repeat, "rows": rows, "peak_read_mib": {"items": sizes[-1], **peaks}}
     path.write_text(json.dumps(saved, indent=2) + "\n")
+    print(f"saved {path}")
+
+
+def adk_section(quick: bool) -> None:
+    from bench import adk_sessions
+
+    with tempfile.TemporaryDirectory() as tmp:
+        row = adk_sessions.run(tmp, quick)
+    adk_sessions.report(row)
+    RESULTS.mkdir(exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    path = RESULTS / f"sdks-adk-{stamp}{'-quick' if quick else ''}.json"
+    path.write_text(json.dumps(row, indent=2) + "\n")
     print(f"saved {path}")
 
 

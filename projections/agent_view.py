@@ -27,6 +27,10 @@ did. Rules, from the events' own meaning:
   its entry stays, marked, and a marker shows where;
 - ``conversation_cleared``: nothing from before it is shown; context starts empty.
 
+What the agent holds (its live messages) is what convlog hands its model, so the
+tool-pairing repairs convlog makes to it are marked (convlog.projections.repair_marks):
+a synthesized lost result, a result without its call left out.
+
 A fresh session that starts empty while earlier messages exist, and gets nothing
 injected before its first message, is flagged (`alert`): "why did the agent forget".
 
@@ -42,6 +46,7 @@ from datetime import datetime
 
 from convlog.domain.events import (
     ConversationCleared,
+    ConversationStarted,
     HistoryInjected,
     MemoryInjected,
     MessageAppended,
@@ -55,6 +60,7 @@ from convlog.domain.events import (
     is_fresh_strategy,
 )
 from convlog.projections.memory import DEFAULT_CAP, lifetimes, policy_cap
+from convlog.projections.repair_marks import mark_repairs
 from convlog.projections.transcript import render_content, shorten
 from convlog.projections.view_model import ConversationView, EntryKind, Point, ViewEntry, cut
 
@@ -74,6 +80,8 @@ class _Slot:
     note: str | None = None
     gone: str | None = None
     alert: bool = False
+    message: MessageAppended | None = None
+    """A message's event: pairing reads its tool calls and results."""
 
 
 class AgentWalk:
@@ -94,6 +102,9 @@ class AgentWalk:
         self.epoch_messages = 0
         self.received: dict[int, int] = {}
         """Messages each segment received (so the walk stays linear)."""
+        self.retracted: list[MessageAppended] = []
+        self.imported = False
+        """The conversation came from an importer (its start names a ``source``)."""
 
     # ----------------------------------------------------------------- segments
 
@@ -167,6 +178,8 @@ class AgentWalk:
             self._retracted(r, e)
         elif isinstance(e, ConversationCleared):
             self._cleared(r, e)
+        elif isinstance(e, ConversationStarted):
+            self.imported = bool(e.metadata.get("source"))
         elif isinstance(e, UserForgotten):
             self._marker(r, f"user {e.user} was forgotten: what the agent received above "
                             "is erased ([forgotten])")
@@ -248,7 +261,7 @@ class AgentWalk:
         for s in reversed(held):
             self._append_message(_Slot(
                 version=s.version, at=s.at, kind="message", text=s.text, segment=self.segment,
-                role=s.role, message_id=s.message_id,
+                role=s.role, message_id=s.message_id, message=s.message,
                 note=f"sent after the injection at #{r.version}"))
 
     def _summary(self, r: Recorded, e: SummaryRecorded) -> None:
@@ -273,6 +286,8 @@ class AgentWalk:
         for s in reversed(self.slots):  # a pop takes the newest: found at once
             if s.kind == "message" and s.message_id == e.message_id and s.gone is None:
                 s.gone = f"withdrawn at #{r.version}{reason}"
+                if s.message is not None:
+                    self.retracted.append(s.message)
                 break
         self._marker(r, f"message {e.message_id} withdrawn{reason}")
 
@@ -303,7 +318,8 @@ class AgentWalk:
     def finish(self, key: str, version: int, evicted: dict[int, int | None] | None = None,
                memory_cap: int = DEFAULT_CAP) -> ConversationView:
         """The view; `evicted` is the memory projection's answer for each block
-        (its version: the version that evicted it, None while live)."""
+        (its version: the version that evicted it, None while live). The pairing
+        repairs of what is live are marked (convlog.projections.repair_marks)."""
         self._settle_fresh(False)
         entries = []
         for s in self.slots:
@@ -318,6 +334,8 @@ class AgentWalk:
                 message_id=s.message_id, session=self.names[s.segment],
                 live=gone is None and s.kind != "marker", gone=gone, covers=s.covers,
                 note=s.note, alert=s.alert))
+        entries = mark_repairs(entries, [s.message for s in self.slots], self.retracted,
+                               imported=self.imported)
         return ConversationView(key=key, view="agent", version=version, entries=entries,
                                 session=self.names[self.segment],
                                 since=self.starts[self.segment])
@@ -329,7 +347,8 @@ def _message_slot(r: Recorded, e: MessageAppended, segment: int) -> _Slot:
     if calls:
         text = "\n".join(filter(None, [text, *calls]))
     return _Slot(version=r.version, at=e.created_at or e.at, kind="message", text=text,
-                 segment=segment, role=e.role, message_id=e.message_id)
+                 segment=segment, role=e.role, message_id=e.message_id,
+                 message=e)
 
 
 def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None, *,

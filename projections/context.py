@@ -26,13 +26,6 @@ from datetime import datetime
 
 import msgspec
 
-from convlog.domain.content import (
-    ImagePart,
-    TextPart,
-    ThinkingPart,
-    ToolResultPart,
-    ToolUsePart,
-)
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
     ConversationCleared,
@@ -43,11 +36,23 @@ from convlog.domain.events import (
     SummaryRecorded,
 )
 from convlog.domain.memory import neutralise
+from convlog.projections.context_pieces import (
+    TOOL_ARGS_CHARS,
+    TOOL_RESULT_CHARS,
+    TRUNCATED,
+    Piece,
+    cap,
+    capped,
+    joined,
+    pair_pieces,
+    pieces_of,
+    render_for_context,
+)
 from convlog.projections.memory import DEFAULT_CAP, TailLiveness
+from convlog.projections.pair_causes import lost_causes
 
-TRUNCATED = "... [truncated]"
-TOOL_ARGS_CHARS = 80
-TOOL_RESULT_CHARS = 200
+__all__ = ["TOOL_ARGS_CHARS", "TOOL_RESULT_CHARS", "TRUNCATED", "Budget", "ContextMessage",
+           "Window", "block_item", "cap", "front_cut", "render_for_context", "select_window"]
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,6 +83,9 @@ class ContextMessage(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int
     truncated: bool = False
     memory_ids: list[str] = []
+    follows: bool = False
+    """It starts with results of the calls of the item before it (or a note that
+    they were lost): a cut that drops that item drops this one too."""
 
     @property
     def is_block(self) -> bool:
@@ -96,40 +104,6 @@ class Window(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int
 
 
-def cap(text: str, limit: int) -> tuple[str, bool]:
-    if len(text) <= limit:
-        return text, False
-    return text[: limit - len(TRUNCATED)].rstrip() + TRUNCATED, True
-
-
-def render_for_context(event: MessageAppended, chars: int) -> tuple[str, bool]:
-    """The message as the agent should re-read it: text, tool names, short results."""
-    pieces: list[str] = []
-    content = event.content
-    if isinstance(content, str):
-        pieces.append(content)
-    else:
-        for part in content:
-            if isinstance(part, TextPart):
-                pieces.append(part.text)
-            elif isinstance(part, ImagePart):
-                pieces.append(f"[image: {part.ref}]")
-            elif isinstance(part, ToolUsePart):
-                args = cap(part.arguments, TOOL_ARGS_CHARS)[0]
-                pieces.append(f"[called tool {part.name}({args})]")
-            elif isinstance(part, ToolResultPart):
-                kind = "tool error" if part.is_error else "tool result"
-                pieces.append(f"[{kind}: {cap(part.content, TOOL_RESULT_CHARS)[0]}]")
-            elif isinstance(part, ThinkingPart):
-                continue
-    for call in event.tool_calls:
-        pieces.append(f"[called tool {call.name}({cap(call.arguments, TOOL_ARGS_CHARS)[0]})]")
-    text = neutralise("\n".join(p for p in pieces if p))
-    if event.role == "tool" and isinstance(content, str):  # parts carry their own marker
-        text = f"[tool result: {cap(text, TOOL_RESULT_CHARS)[0]}]"
-    return cap(text, chars)
-
-
 def block_item(version: int, event: MemoryInjected, chars: int, count: Callable[[str], int],
                per_message_tokens: int) -> ContextMessage:
     """A live block as a context item: its exact text, capped like a message."""
@@ -137,6 +111,15 @@ def block_item(version: int, event: MemoryInjected, chars: int, count: Callable[
     return ContextMessage(version=version, at=event.at, role="memory", text=text,
                           tokens=count(text) + per_message_tokens, truncated=truncated,
                           memory_ids=list(event.memory_ids))
+
+
+class _Said(msgspec.Struct):
+    """A chosen message's pieces, before pairing."""
+
+    event: MessageAppended
+    pieces: list[Piece]
+    cut: set[str]
+    """Results the per-message cap left out (their calls' notes say "budget")."""
 
 
 def select_window(
@@ -150,14 +133,18 @@ def select_window(
     overhead_tokens: int = 0,
     per_message_tokens: int = 4,
     memory_cap: int = DEFAULT_CAP,
+    imported: bool | Callable[[], bool] = False,
 ) -> Window:
     """Choose the newest messages that fit `budget`, reading `tail` (newest first)
     only as far as needed. `epoch_messages` is how many messages the current epoch
     holds and `summary` its latest summary (both from the conversation's state, so
     neither needs a scan). The summary is kept when it fits the budget; the messages
     it covers are then never repeated. Live memory blocks (at most `memory_cap`)
-    are chosen like messages, newest first, against the same token budget."""
+    are chosen like messages, newest first, against the same token budget. Tool
+    calls and results are then paired (`pair_window`); `imported` says whether the
+    conversation came from an importer (asked only when a result is missing)."""
     chosen: list[ContextMessage] = []
+    said: dict[int, _Said] = {}
     liveness = TailLiveness(memory_cap)
     messages = 0
     spent = overhead_tokens
@@ -168,6 +155,7 @@ def select_window(
             summary = None
     skipped_current = 0
     retracted: set[str] = set()  # met before their messages: the tail runs backwards
+    gone: list[MessageAppended] = []
     for recorded in tail:
         event = recorded.event
         if isinstance(event, ConversationCleared):
@@ -191,12 +179,16 @@ def select_window(
         liveness.saw(event)
         if event.message_id in exclude or event.message_id in retracted:
             skipped_current += 1
+            if event.message_id in retracted:
+                gone.append(event)
             continue
         if summary is not None and recorded.version <= summary.to_version:
             break  # the summary covers this message and everything before it
         if messages >= budget.messages:
             break
-        text, truncated = render_for_context(event, budget.chars)
+        whole = pieces_of(event)
+        pieces, truncated = capped(whole, budget.chars)
+        text = neutralise(joined(pieces))
         if not text:  # nothing to re-read (an SDK's marker or title record): no line
             skipped_current += 1
             continue
@@ -210,10 +202,67 @@ def select_window(
         chosen.append(ContextMessage(version=recorded.version, at=event.created_at or event.at,
                                      role=event.role, text=text, tokens=tokens,
                                      truncated=truncated))
+        cut = ({p.call_id for p in whole if p.kind == "result"}
+               - {p.call_id for p in pieces if p.kind == "result"}) if truncated else set()
+        said[recorded.version] = _Said(event, pieces, cut)
     chosen.reverse()
+    chosen, dropped = pair_window(chosen, said, gone, count, per_message_tokens, imported)
+    messages -= dropped
+    spent = overhead_tokens + (summary.tokens if summary else 0) + sum(m.tokens for m in chosen)
+    if spent > budget.tokens:  # the notes made it longer: cut the oldest exchanges
+        at = front_cut(chosen, spent - budget.tokens)
+        messages -= sum(1 for m in chosen[:at] if not m.is_block)
+        spent -= sum(m.tokens for m in chosen[:at])
+        chosen = chosen[at:]
     covered = summary.message_count if summary else 0
     omitted = max(0, epoch_messages - skipped_current - messages - covered)
     first = summary.from_version if summary else (chosen[0].version if chosen else 0)
     last = chosen[-1].version if chosen else (summary.to_version if summary else 0)
     return Window(messages=chosen, summary=summary, omitted=omitted, from_version=first,
                   to_version=last, tokens=spent)
+
+
+def pair_window(chosen: list[ContextMessage], said: dict[int, _Said],
+                retracted: list[MessageAppended], count: Callable[[str], int],
+                per_message_tokens: int, imported: bool | Callable[[], bool]
+                ) -> tuple[list[ContextMessage], int]:
+    """The chosen items with their tool calls and results paired (issue 28), and how
+    many messages were left out entirely (results whose calls are not shown)."""
+    shown = [said[m.version] if not m.is_block else None for m in chosen]
+    events = [s.event for s in shown if s is not None]
+    causes, missing = lost_causes(events, retracted=retracted, imported=imported)
+    for s in shown:
+        if s is not None:
+            for call_id in s.cut:
+                causes[call_id] = "budget"
+    paired = pair_pieces([s.pieces if s is not None else None for s in shown],
+                         causes=causes, missing=missing, orphan="budget")
+    out: list[ContextMessage] = []
+    dropped = 0
+    for m, s, pieces in zip(chosen, shown, paired.pieces, strict=True):
+        if s is None:
+            out.append(m)
+            continue
+        if not pieces:
+            dropped += 1
+            continue
+        follows = pieces[0].kind == "result"
+        if not paired.repairs or pieces == s.pieces:
+            out.append(msgspec.structs.replace(m, follows=follows) if follows else m)
+            continue
+        text = neutralise(joined(pieces))
+        out.append(msgspec.structs.replace(m, text=text, follows=follows,
+                                           tokens=count(text) + per_message_tokens))
+    return out, dropped
+
+
+def front_cut(messages: list[ContextMessage], excess: int) -> int:
+    """How many of the oldest items to drop to save `excess` tokens, never keeping a
+    result (or lost-result note) whose call was dropped."""
+    cut = 0
+    while cut < len(messages) and excess > 0:
+        excess -= messages[cut].tokens
+        cut += 1
+    while cut < len(messages) and messages[cut].follows:
+        cut += 1
+    return cut

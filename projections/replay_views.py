@@ -23,6 +23,7 @@ from convlog.projections.view_model import (
     ConversationView,
     EntryKind,
     Point,
+    RepairMark,
     ViewEntry,
     ViewName,
     cut,
@@ -30,7 +31,8 @@ from convlog.projections.view_model import (
 )
 
 __all__ = ["MAX_VERSION", "VIEWS", "AgentWalk", "ConversationView", "EntryKind", "Point",
-           "ViewEntry", "ViewName", "agent_view", "cut", "parse_point", "user_view", "view"]
+           "RepairMark", "ViewEntry", "ViewName", "agent_view", "cut", "parse_point",
+           "user_view", "view"]
 
 
 def user_view(key: str, recorded: Iterable[Recorded], at: Point | None = None

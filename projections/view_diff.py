@@ -5,7 +5,8 @@ Compared at one point of the log (the two views cut at the same place):
   with the reason (before a clear, left out of an injection, lost when a fresh
   session started with nothing injected, replaced by a summary);
 - `extra`: text the agent received that the user never saw (injected history,
-  summaries, memory blocks), with whether it is still in context;
+  summaries, memory blocks, tool results convlog synthesized for lost ones), with
+  whether it is still in context;
 - `alerts`: the agent view's flagged markers, e.g. a fresh session whose resume
   injected nothing although earlier messages existed.
 
@@ -105,8 +106,8 @@ def _reason(m: ViewEntry, received: dict[int, ViewEntry], injections: list[ViewE
     if m.version < cleared_at:
         return f"before the clear at #{cleared_at}"
     got = received.get(m.version)
-    if got is not None and got.gone and got.gone.startswith("replaced"):
-        return got.gone
+    if got is not None and got.gone and (got.gone.startswith("replaced") or got.repairs):
+        return got.gone  # a summary replaced it, or pairing left it out of the input
     if injections:
         latest = injections[-1]
         low, high = latest.covers or (0, 0)

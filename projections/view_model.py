@@ -16,9 +16,21 @@ from convlog.domain.events import Recorded
 
 ViewName = Literal["user", "agent"]
 VIEWS: tuple[str, ...] = ("user", "agent")
-EntryKind = Literal["message", "injection", "summary", "memory", "marker"]
+EntryKind = Literal["message", "injection", "summary", "memory", "marker", "repair"]
+"""``repair``: a tool result convlog synthesized for the model (issue 28), not a message."""
 Point = int | datetime
 MAX_VERSION = 2**63 - 1  # past the last position means "everything"
+
+
+class RepairMark(msgspec.Struct, frozen=True, kw_only=True):
+    """One repair of tool pairing (convlog.projections.pairing) convlog makes to the
+    model's input, shown in the agent's view: ``synthesized`` a result lost for call
+    `call_id`, ``dropped`` a result without its call, ``moved`` a late result up to
+    its call. `cause` says why (None for a move)."""
+
+    kind: Literal["synthesized", "dropped", "moved"]
+    call_id: str
+    cause: str | None = None
 
 
 class ViewEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,6 +54,9 @@ class ViewEntry(msgspec.Struct, frozen=True, kw_only=True):
     note: str | None = None
     alert: bool = False
     """A marker a debugger should look at first (e.g. a fresh session got no history)."""
+    repairs: tuple[RepairMark, ...] = ()
+    """Agent view: the pairing repairs convlog made to this entry for the model
+    (always empty in the user's view)."""
 
 
 class ConversationView(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,8 +2,11 @@
 
 The terminal shows one entry per block: its log position, time and kind, then its
 text. In the agent view an entry no longer in the agent's context says why (`gone:`),
-and a flagged marker starts with ``!!``. `--json` prints the view or the diff as one
-document (the same Structs the Python API returns).
+and a flagged marker starts with ``!!``. convlog's tool-pairing repairs (issue 28) are
+entries of their own (``convlog repair``: a result synthesized for a lost one) or
+notes on the message they concern (a result left out: its call is not in context).
+`--json` prints the view or the diff as one document (the same Structs the Python API
+returns; the repairs as `repairs` fields).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ def _head(entry: ViewEntry) -> str:
         label = "!!" if entry.alert else "----"
     else:
         label = {"injection": "injected history", "summary": "summary",
-                 "memory": "memory block"}.get(entry.kind, entry.kind)
+                 "memory": "memory block", "repair": "convlog repair"
+                 }.get(entry.kind, entry.kind)
     sign = "~" if entry.gone else "#"
     return f"{sign}{entry.version:<4} {_when(entry.at)}  {label:>5}"
 
@@ -43,6 +47,8 @@ def entry_lines(entry: ViewEntry) -> list[str]:
     head = _head(entry)
     if entry.kind == "marker":
         return [wrap_text(f"{head}: ", entry.text)]
+    if entry.kind == "repair":
+        return [wrap_text(f"{head}: ", f"{entry.text}   ({entry.note})")]
     if entry.kind == "message":
         return [wrap_text(f"{head}: ", entry.text + (f"   ({entry.note})" if entry.note
                                                     else ""))]

@@ -152,7 +152,9 @@ def view_entry(entry: convlog.ViewEntry, forged: set[int]) -> dict[str, Any]:
     """A view's entry for the page: a message points at its data by position; every
     other entry (injected text, summaries, memory blocks, markers) carries its own
     text. In the agent's view, `gone` says why an entry has left the agent's context,
-    and `forged` marks dialogue that starts like a memory block but is not one."""
+    `repairs` lists convlog's tool-pairing repairs (a ``repair`` entry is a result it
+    synthesized for a lost one), and `forged` marks dialogue that starts like a memory
+    block but is not one."""
     out: dict[str, Any] = {"v": entry.version, "kind": entry.kind}
     if entry.kind != "message":
         out["text"] = entry.text
@@ -166,6 +168,9 @@ def view_entry(entry: convlog.ViewEntry, forged: set[int]) -> dict[str, Any]:
         out["gone"] = entry.gone
     if entry.alert:
         out["alert"] = True
+    if entry.repairs:  # convlog's tool-pairing repairs (issue 28), marked on the page
+        out["repairs"] = [{"kind": m.kind, "call_id": m.call_id, "cause": m.cause}
+                          for m in entry.repairs]
     return out
 
 

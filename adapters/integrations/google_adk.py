@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 import uuid
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from anyio import to_thread
 
@@ -40,6 +40,7 @@ from convlog.integrations.adk_events import (
     session_record,
     state_record,
 )
+from convlog.integrations.adk_pairs import paired_events
 from convlog.integrations.extras import require
 
 require("google-adk", "google.adk", "convlog.integrations.google_adk")
@@ -77,6 +78,18 @@ def _split(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[
         elif not key.startswith(State.TEMP_PREFIX):
             session[key] = value
     return app, user, session
+
+
+def _fold(records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the session's own state, its stored events) from its epoch's records: the
+    initial state with every event's session-scoped deltas folded over it."""
+    state = dict(records[0].get("state") or {})
+    stored = [r["event"] for r in records if "event" in r]
+    for event in stored:
+        delta = (event.get("actions") or {}).get("state_delta")
+        if delta:
+            state.update(_split(delta)[2])
+    return state, stored
 
 
 class ConvlogSessionService(BaseSessionService):
@@ -153,8 +166,8 @@ class ConvlogSessionService(BaseSessionService):
 
     def _records(self, key: str) -> list[dict[str, Any]] | None:
         """The live records of a session's epoch; None when it does not exist."""
-        try:
-            records = [m.raw or {} for m in self.log.live_messages(key)]
+        try:  # raw records only: the rest of each message is never decoded (issue 30)
+            records = [m.raw or {} for m in self.log.live_items(key)]
         except UnknownConversation:
             return None
         if not records or records[0].get("adk") != SESSION:
@@ -166,23 +179,26 @@ class ConvlogSessionService(BaseSessionService):
         records = self._records(session_key(app_name, user_id, sid))
         if records is None:
             return None
-        state = dict(records[0].get("state") or {})
-        events = [Event.model_validate(r["event"]) for r in records if "event" in r]
-        for event in events:
-            state.update(_split(event.actions.state_delta)[2] if event.actions else {})
+        state, stored = _fold(records)
         # as ADK's SQLite service: the time of the last write, an event's own timestamp
-        updated = events[-1].timestamp if events else float(records[0].get("time", 0.0))
+        updated = (float(stored[-1]["timestamp"]) if stored
+                   else float(records[0].get("time", 0.0)))
+        dumps = paired_events(stored)  # calls and responses in pairs (issue 28)
         if config is not None:
             if config.after_timestamp is not None:
-                events = [e for e in events if e.timestamp >= config.after_timestamp]
+                dumps = [e for e in dumps if e["timestamp"] >= config.after_timestamp]
             if config.num_recent_events is not None:
-                events = events[len(events) - config.num_recent_events:] if (
+                dumps = dumps[len(dumps) - config.num_recent_events:] if (
                     config.num_recent_events) else []
+        events = [Event.model_validate(e) for e in dumps]
         return Session(app_name=app_name, user_id=user_id, id=sid, events=events,
                        state=self._merged(app_name, user_id, state),
                        last_update_time=updated)
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
+        """As ADK's services: every session of the app (or of one user), its state
+        merged with the app's and the user's, without events. Only each session's
+        records are read (no event is validated) and each scope's state once."""
         sql = ("SELECT \"user\", key FROM sessions WHERE channel = ? AND agent = ? "
                "AND status = 'active'")
         params: list[object] = [CHANNEL, app_name]
@@ -190,19 +206,31 @@ class ConvlogSessionService(BaseSessionService):
             sql += " AND \"user\" = ?"
             params.append(user_id)
         _, rows = self.log.sql(sql, params)
+        app_state = {State.APP_PREFIX + k: v
+                     for k, v in self._scope_state(scope_key(app_name)).items()}
+        user_states: dict[str, dict[str, Any]] = {}
         found = []
         for user, key in rows:
-            sid = self.log.events(key, limit=1)[0].event.metadata.get("session_id")  # type: ignore[union-attr]
-            session = self._get(app_name, user, str(sid), None)
-            if session is not None:
-                found.append(session.model_copy(update={"events": []}))
+            records = self._records(key)
+            if records is None:
+                continue
+            sid = unquote(key.rsplit("/", 1)[1])
+            state, stored = _fold(records)
+            updated = (float(stored[-1]["timestamp"]) if stored
+                       else float(records[0].get("time", 0.0)))
+            if user not in user_states:
+                user_states[user] = {State.USER_PREFIX + k: v for k, v in
+                                     self._scope_state(scope_key(app_name, user)).items()}
+            found.append(Session(app_name=app_name, user_id=user, id=sid, events=[],
+                                 state={**state, **app_state, **user_states[user]},
+                                 last_update_time=updated))
         found.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=found)
 
     def _append(self, session: Session, event: Event) -> None:
         key = session_key(session.app_name, session.user_id, session.id)
         try:  # only the newest record: the check costs the same at event 10 or 10,000
-            newest = self.log.live_messages(key, last=1)
+            newest = self.log.live_items(key, last=1)
         except UnknownConversation:
             newest = []
         if not newest or not newest[0].raw:
@@ -231,7 +259,7 @@ class ConvlogSessionService(BaseSessionService):
     def _scope_state(self, key: str) -> dict[str, Any]:
         state: dict[str, Any] = {}
         try:
-            for message in self.log.live_messages(key):
+            for message in self.log.live_items(key):
                 if message.raw and message.raw.get("adk") == STATE:
                     state.update(message.raw.get("delta") or {})
         except UnknownConversation:

@@ -17,11 +17,18 @@ import msgspec
 
 from convlog.domain.conversation import Conversation, RecordFact, conversation_id
 from convlog.domain.errors import InvalidInput, UnknownConversation
-from convlog.domain.events import MessageAppended, MessageRetracted, Recorded, SummaryRecorded
+from convlog.domain.events import (
+    ConversationStarted,
+    MessageAppended,
+    MessageRetracted,
+    Recorded,
+    SummaryRecorded,
+)
 from convlog.projections.context import (
     Budget,
     ContextMessage,
     Window,
+    front_cut,
     render_for_context,
 )
 from convlog.services.writer import Writer
@@ -32,6 +39,7 @@ from convlog.accounting.tokens import count_tokens, counter_label
 from convlog.projections.context import select_window as select
 from convlog.projections.formats import Format, check_format, render
 from convlog.projections.memory import DEFAULT_CAP
+from convlog.projections.pair_causes import imported
 
 Summarizer = Callable[[str | None, list[ContextMessage]], str]
 """(previous summary or None, messages to fold in, oldest first) -> new summary text."""
@@ -146,7 +154,15 @@ class ContextBuilder:
             tail(self.store, state, page=min(budget.messages + 16, 256)), budget,
             self.count, epoch_messages=state.message_count - state.epoch_start_message_count,
             summary=self.latest_summary(state), exclude=exclude, overhead_tokens=wrapper,
-            per_message_tokens=per_message, memory_cap=state.policy()[0])
+            per_message_tokens=per_message, memory_cap=state.policy()[0],
+            imported=lambda: self.imported(state))
+
+    def imported(self, state: Conversation) -> bool:
+        """Whether the conversation came from an importer (its start says so): one
+        indexed read, made only when a call in the window has no result."""
+        rows = self.store.recorded(conversation_id(state.key), after=0, upto=1)
+        start = rows[0].event if rows else None
+        return isinstance(start, ConversationStarted) and imported(start)
 
     def to_summarize(self, state: Conversation, window: Window, exclude: frozenset[str]
                      ) -> tuple[int, list[ContextMessage]]:
@@ -199,10 +215,7 @@ class ContextBuilder:
                 rendered, text, tokens = ([] if fmt == "messages" else ""), "", 0
                 break
             # Drop the oldest messages whose own cost covers the excess, then re-check.
-            excess, cut = tokens - budget.tokens, 0
-            while cut < len(window.messages) and excess > 0:
-                excess -= window.messages[cut].tokens
-                cut += 1
+            cut = front_cut(window.messages, tokens - budget.tokens)
             kept = window.messages[cut:]
             dropped = sum(1 for m in window.messages[:cut] if not m.is_block)
             window = msgspec.structs.replace(

@@ -15,7 +15,7 @@ from datetime import datetime
 import msgspec
 
 from convlog.domain.errors import InvalidInput, UnknownUser
-from convlog.projections.context import Budget, Window
+from convlog.projections.context import Budget, Window, front_cut
 from convlog.projections.resumption import (
     ConversationHeader,
     SpanFormat,
@@ -89,10 +89,7 @@ def _header(row: CatalogRow) -> ConversationHeader:
 
 def _trimmed(window: Window, excess: int) -> Window:
     """`window` without its oldest items worth `excess` tokens (or its summary)."""
-    cut = 0
-    while cut < len(window.messages) and excess > 0:
-        excess -= window.messages[cut].tokens
-        cut += 1
+    cut = front_cut(window.messages, excess)
     if cut == 0 and window.summary is not None:
         return msgspec.structs.replace(window, summary=None,
                                        omitted=window.omitted + window.summary.message_count)

@@ -18,15 +18,18 @@ import msgspec
 from convlog.accounting.prices import PriceTable
 from convlog.domain.errors import InvalidInput
 from convlog.projections.catalog import CATALOG, ConversationFacts
+from convlog.projections.repair_counts import REPAIRS, TOOL_REPAIR_COUNTS
 from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
 from convlog.storage.application import ConversationStore
 from convlog.views.pricing import ViewPrices
 from convlog.views.readonly import check_read_only
+from convlog.views.repairs import fill_repairs
 from convlog.views.telemetry import TelemetryRow, telemetry_sql, to_rows
 
 if TYPE_CHECKING:  # DuckDB is imported when the views are first used, not by `import convlog`
+    import duckdb
 
     from convlog.views.duckdb import ViewStore
 
@@ -39,6 +42,7 @@ SQL_VIEWS = {
         SELECT m.*, s.key, s.user, COALESCE(m.agent, s.agent) AS agent_name,
                CAST(m.at AS DATE) AS day
         FROM messages m JOIN sessions s USING (conversation_id)""",
+    "tool_repair_counts": TOOL_REPAIR_COUNTS,
 }
 
 _USAGE_SUMS = """
@@ -103,17 +107,22 @@ class Analytics:
         self.prices = prices
         self.pricing = ViewPrices(prices)
 
-    VIEWS: ClassVar[tuple[View, ...]] = (CATALOG, USAGE, TELEMETRY)
+    VIEWS: ClassVar[tuple[View, ...]] = (CATALOG, USAGE, TELEMETRY, REPAIRS)
     SQL_VIEWS: ClassVar[dict[str, str]] = SQL_VIEWS
 
     def refresh(self, *, progress: bool | None = None) -> int:
         """Catch up with the log; figures computed with another price table are
         repriced first (convlog.views.pricing)."""
         self.prices.reload_if_changed()
+        prices, repairs = self.pricing.before_batch(), fill_repairs(self.store)
+
+        def before_batch(con: duckdb.DuckDBPyConnection) -> None:
+            prices(con)
+            repairs(con)
+
         with self.views.connect() as con:
             self.pricing.reprice_if_changed(con)
-            return self.views.catch_up(self.store.index,
-                                       before_batch=self.pricing.before_batch(),
+            return self.views.catch_up(self.store.index, before_batch=before_batch,
                                        progress=progress)
 
     def _rows(self, sql: str, params: list[object]) -> list[dict[str, Any]]:

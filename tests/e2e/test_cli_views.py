@@ -133,3 +133,34 @@ def test_the_readme_session_is_real(db: str) -> None:
 
 def _timeless(text: str) -> str:
     return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?", "TIME", text).rstrip() + "\n"
+
+
+def test_repairs_are_marked_in_the_agent_view_and_the_diff(tmp_path: Path) -> None:
+    """Issue 28: a call whose result was lost and a result without its call, written
+    through the library; the agent view and the diff mark convlog's repairs, as text
+    and as `--json` fields; the user's view shows what happened."""
+    import convlog
+    from tests.integration.test_repair_marks import orphans
+
+    path = tmp_path / "orphans.db"
+    with convlog.open(f"sqlite:///{path}") as log:
+        orphans(log.conversation("k"))
+    db = f"sqlite:///{path}"
+    agent, agent_json, user_json, diff_json = run_all(
+        ["--db", db, "replay", "k", "--view", "agent"],
+        ["--db", db, "replay", "k", "--view", "agent", "--json"],
+        ["--db", db, "replay", "k", "--view", "user", "--json"],
+        ["--db", db, "diff", "k", "--json"])
+    assert agent.code == 0 and agent.err == "", agent
+    flat = " ".join(agent.out.split())
+    assert "convlog repair: [convlog: the result of tool ls was lost" in flat
+    assert "~ left the agent's context: left out of the model's input by convlog" in flat
+    entries = agent_json.json()["entries"]
+    assert [(e["kind"], e["repairs"]) for e in entries if e["repairs"]] == [
+        ("repair", [{"kind": "synthesized", "call_id": "c1", "cause": "process_died"}]),
+        ("message", [{"kind": "dropped", "call_id": "c9", "cause": "no_call"}])]
+    user = user_json.json()["entries"]
+    assert len(user) == 7 and not [e for e in user if e["repairs"] or e["kind"] != "message"]
+    d = diff_json.json()
+    assert [m["text"] for m in d["missing"]] == ["stale output"]
+    assert [e["repairs"][0]["cause"] for e in d["extra"]] == ["process_died"]

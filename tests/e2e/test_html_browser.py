@@ -217,3 +217,27 @@ def test_memory_blocks_and_forged_prefixes_in_the_agent_view(
     assert user.locator(".forged").count() == 0
     visit.clean()
     visit.close()
+
+
+def test_tool_pairing_repairs_are_marked_in_the_agent_view(
+        browser: Any, log: convlog.ConversationLog, tmp_path: Path) -> None:
+    """Issue 28: the synthesized result of a lost one and the result left out (its
+    call is not in context) carry convlog's mark in the agent's view only."""
+    from tests.integration.test_repair_marks import orphans
+
+    orphans(log.conversation("tools:browser"))
+    visit = Visit(browser, write_conversation_page(log, "tools:browser", tmp_path / "t.html"))
+    user, agent = visit.page.locator("#user-view"), visit.page.locator("#agent-view")
+    repair = agent.locator(".kind-repair")
+    assert repair.count() == 1 and "convlog repair" in repair.locator(".head").inner_text()
+    assert "the result of tool ls was lost" in repair.inner_text()
+    assert agent.locator(".repair-mark").all_inner_texts() == [
+        "convlog repair: synthesized · call c1 · process_died",
+        "convlog repair: dropped · call c9 · no_call"]
+    left_out = agent.locator(".msg.repaired.gone")
+    assert left_out.count() == 1 and "stale output" in left_out.inner_text()
+    assert "left out of the model's input" in left_out.inner_text()
+    assert user.locator(".repaired, .kind-repair, .repair-mark").count() == 0
+    assert "stale output" in user.inner_text()
+    visit.clean()
+    visit.close()

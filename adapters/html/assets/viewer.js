@@ -61,9 +61,9 @@
     var li = el("li", "entry kind-" + e.kind);
     li.dataset.v = e.v;
     var label = { injection: "injected history", memory: "memory block", summary: "summary",
-      marker: "marker" }[e.kind] || e.kind;
+      marker: "marker", repair: "convlog repair" }[e.kind] || e.kind;
     li.appendChild(el("div", "head", "#" + e.v + " · " + label + (e.note ? " · " + e.note : "")));
-    if (e.kind === "marker") li.appendChild(el("div", "text", e.text));
+    if (e.kind === "marker" || e.kind === "repair") li.appendChild(el("div", "text", e.text));
     else li.appendChild(collapsible("show the text the agent received", e.text, "injected", false));
     return li;
   }
@@ -87,6 +87,15 @@
       node.appendChild(el("div", "why", "no longer in the agent's context: " + e.gone));
     }
     if (e.alert) node.classList.add("alert");
+    // convlog's tool-pairing repairs: a result it synthesized for a lost one (a
+    // `repair` entry), a result left out because its call is not in context.
+    if (e.repairs) {
+      node.classList.add("repaired");
+      e.repairs.forEach(function (r) {
+        node.appendChild(el("div", "repair-mark", "convlog repair: " + r.kind + " · call " +
+          r.call_id + (r.cause ? " · " + r.cause : "")));
+      });
+    }
     return node;
   }
 

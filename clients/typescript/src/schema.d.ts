@@ -1069,6 +1069,20 @@ export interface components {
             /** @default null */
             reason?: string | null;
         };
+        /**
+         * RepairMark
+         * @description One repair of tool pairing (convlog.projections.pairing) convlog makes to the
+         *         model's input, shown in the agent's view: ``synthesized`` a result lost for call
+         *         `call_id`, ``dropped`` a result without its call, ``moved`` a late result up to
+         *         its call. `cause` says why (None for a move).
+         */
+        RepairMark: {
+            /** @enum {unknown} */
+            kind: "dropped" | "moved" | "synthesized";
+            call_id: string;
+            /** @default null */
+            cause?: string | null;
+        };
         /** ResumeAttempted */
         ResumeAttempted: {
             /** @enum {unknown} */
@@ -1481,7 +1495,7 @@ export interface components {
             version: number;
             at: string;
             /** @enum {unknown} */
-            kind: "injection" | "marker" | "memory" | "message" | "summary";
+            kind: "injection" | "marker" | "memory" | "message" | "repair" | "summary";
             text: string;
             /** @default null */
             role?: string | null;
@@ -1502,6 +1516,8 @@ export interface components {
             note?: string | null;
             /** @default false */
             alert?: boolean;
+            /** @default [] */
+            repairs?: components["schemas"]["RepairMark"][];
         };
     };
     responses: never;

@@ -1,0 +1,155 @@
+"""Google ADK events for `get_session`, function calls and responses in pairs (issue 28).
+
+The rule is convlog.projections.pairing (`pair`); this module only describes ADK
+events to it and renders its plan as ADK events (their JSON dumps, before
+`Event.model_validate`, so nothing is decoded twice). What ADK needs kept as it is:
+
+- Calls ADK itself expects to stay open are never answered here: interrupts (ids in
+  `long_running_tool_ids`, and the `adk_request_input` / `adk_request_credential`
+  calls of sessions stored without them, as `google.adk.events._interrupts` reads
+  them), and, in a resumable app, every call of the session's newest invocation:
+  resuming it re-runs its unanswered calls (crash recovery,
+  `flows/llm_flows/core/_resume.py`), which a synthetic response would prevent. The
+  service is not told whether the app is resumable; its events are: only a resumable
+  app records agent states (`actions.agent_state` / `actions.end_of_agent`, written
+  when an agent ends or pauses). So a resumable app whose very first invocation died
+  mid-tool is read as not resumable: its call gets a lost response and resuming it
+  goes on to the model with that response, instead of re-running the tool. The
+  responses of open calls may come later, in any invocation.
+- Order: events come back in stored order. ADK answers a call wherever its response
+  is (its contents builder moves async responses up to their call), so text between
+  a call and its response does not end the exchange (`Tools.other` is False), and a
+  later response is not moved. A call answered twice keeps both responses (a long
+  running tool reports progress under one id; ADK takes the last).
+- A call id may be reused: a response belongs to the newest call before it with that
+  id (ADK's rule), so each call occurrence gets its own key. Calls without id are
+  left alone, as ADK does (ids are stripped for some model families).
+
+A call with no response gets, right after its event, a synthetic event built like
+ADK's own seal of an aborted invocation (`google.adk.events._abort_events`): author,
+branch, isolation scope and invocation of the call's event, role ``user``, a
+``function_response`` per lost call whose ``response`` is ``{"error": lost_text}``,
+the call's timestamp, and ``custom_metadata.convlog_repair`` naming the cause. A
+response with no call before it is taken out of its event (ADK's builder drops it
+too; an event left without parts keeps its actions, without content).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from convlog.projections.pairing import Lost, Tools, pair
+
+_INTERRUPT_CALLS = frozenset({"adk_request_input", "adk_request_credential"})
+_NEUTRAL = Tools(other=False)
+
+
+def _parts(event: dict[str, Any]) -> list[Any]:
+    content = event.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return parts if isinstance(parts, list) else []
+
+
+def paired_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` (ADK event dumps, stored order) with every call answered and every
+    response after its call; a well-paired session comes back as the same list."""
+    tools: list[Tools] = []
+    occurrence: dict[str, int] = {}  # call id -> how many calls used it so far
+    exempt: set[str] = set()  # keys of calls never answered here (interrupts)
+    in_newest: set[str] = set()  # keys of the newest invocation's calls
+    real: dict[str, str] = {}  # key -> the call's own id
+    newest = events[-1].get("invocation_id") if events else None
+    resumable = False
+    any_call = False
+    for event in events:
+        actions = event.get("actions")
+        if actions and not resumable and (actions.get("end_of_agent")
+                                          or actions.get("agent_state") is not None):
+            resumable = True
+        parts = _parts(event)
+        if not parts:
+            tools.append(_NEUTRAL)
+            continue
+        interrupts = event.get("long_running_tool_ids") or ()
+        calls: list[tuple[str, str]] = []
+        results: list[str] = []
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            call = part.get("function_call")
+            if isinstance(call, dict) and call.get("id"):
+                cid, name = str(call["id"]), str(call.get("name") or "")
+                n = occurrence[cid] = occurrence.get(cid, 0) + 1
+                key = f"{cid}#{n}"
+                real[key] = cid
+                calls.append((key, name))
+                if cid in interrupts or name in _INTERRUPT_CALLS:
+                    exempt.add(key)
+                if event.get("invocation_id") == newest:
+                    in_newest.add(key)
+                continue
+            answer = part.get("function_response")
+            if isinstance(answer, dict) and answer.get("id"):
+                cid = str(answer["id"])
+                results.append(f"{cid}#{occurrence.get(cid, 0)}")
+        any_call = any_call or bool(calls)
+        tools.append(Tools(calls=tuple(calls), results=tuple(results), other=False)
+                     if calls or results else _NEUTRAL)
+    if not any_call and not any(t.results for t in tools):
+        return events
+    if resumable:
+        exempt |= in_newest
+    plan = pair(tools)
+    lost: dict[int, list[Lost]] = {}
+    call_index = {key: i for i, t in enumerate(tools) for key, _ in t.calls}
+    for step in plan.steps:
+        if isinstance(step, Lost) and step.call_id not in exempt:
+            lost.setdefault(call_index[step.call_id], []).append(step)
+    drops: dict[int, set[str]] = {}
+    for repair in plan.repairs:  # duplicates stay (see above); results without call go
+        if repair.kind == "dropped" and repair.cause != "duplicate":
+            drops.setdefault(repair.index, set()).add(repair.call_id)
+    if not lost and not drops:
+        return events
+    out: list[dict[str, Any]] = []
+    for i, event in enumerate(events):
+        out.append(_without(event, drops[i]) if i in drops else event)
+        if i in lost:
+            out.append(_lost_event(event, lost[i], real))
+    return out
+
+
+def _without(event: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    """`event` without the responses whose keys are in `keys`."""
+    gone = {k.rsplit("#", 1)[0] for k in keys}
+    parts = [p for p in _parts(event) if not (
+        isinstance(p, dict) and isinstance(p.get("function_response"), dict)
+        and str(p["function_response"].get("id")) in gone)]
+    event = dict(event)
+    if parts:
+        event["content"] = {**event["content"], "parts": parts}
+    else:
+        event.pop("content", None)
+    return event
+
+
+def _lost_event(call_event: dict[str, Any], steps: list[Lost], real: dict[str, str]
+                ) -> dict[str, Any]:
+    ids = [real[s.call_id] for s in steps]
+    made: dict[str, Any] = {
+        "id": str(uuid.uuid5(uuid.NAMESPACE_URL,
+                             f"convlog-lost:{call_event.get('id')}:{','.join(ids)}")),
+        "invocation_id": call_event.get("invocation_id", ""),
+        "author": call_event.get("author", ""),
+        "timestamp": call_event.get("timestamp", 0.0),
+        "content": {"role": "user", "parts": [
+            {"function_response": {"id": cid, "name": s.name, "response": {"error": s.text}}}
+            for cid, s in zip(ids, steps, strict=True)]},
+        "custom_metadata": {"convlog_repair": {
+            "kind": "synthesized", "calls": ids, "causes": [s.cause for s in steps]}},
+    }
+    for field in ("branch", "isolation_scope", "node_info"):
+        if call_event.get(field) is not None:
+            made[field] = call_event[field]
+    return made

@@ -1,0 +1,233 @@
+"""Issue 28's property: whatever a conversation went through (tool calls answered,
+late, never, twice; pops; cancelled and cut-off turns; clears; memory blocks; any
+budget), what convlog hands a model holds tool calls and results in pairs.
+
+Random histories are written through the real library on SQLite, then every format of
+`context()` is read back as a model would: its tool markers, in order, must pass the
+one pairing checker (convlog.projections.pairing.check_pairs). Each call's tool is
+named after the call (``tc7``) and each result says whose it is (``out-c7``), so the
+text can be read back without convlog's help.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import convlog
+from convlog.projections.pairing import Tools, check_pairs
+
+_MARK = re.compile(r"\[called tool (tc\d+)\(|\[tool (?:result|error): out-(c\d+)\b"
+                   r"|result of tool (tc\d+) was lost")
+_OTHER = re.compile(r"say-\d+|\[turn |mem-\d+|\[truncated\]")
+
+
+def read_back(text: str) -> list[Tools]:
+    """The calls, results and other dialogue of a context's text, in order."""
+    items: list[Tools] = []
+    last = 0
+    for m in _MARK.finditer(text):
+        if _OTHER.search(text, last, m.start()):
+            items.append(Tools())
+        call, result, lost = m.groups()
+        if call:
+            items.append(Tools(calls=((call[1:], call),), other=False))
+        else:
+            items.append(Tools(results=(result or lost[1:],), other=False))
+        last = m.end()
+    if _OTHER.search(text, last):
+        items.append(Tools())
+    return items
+
+
+_op = st.one_of(
+    st.tuples(st.just("say"), st.sampled_from(["user", "assistant"])),
+    st.tuples(st.just("calls"), st.sampled_from(["chat", "anthropic"]),
+              st.lists(st.sampled_from(["now", "late", "never", "twice"]), min_size=1,
+                       max_size=3)),
+    st.tuples(st.just("acp"), st.lists(st.booleans(), min_size=1, max_size=3),
+              st.sampled_from([None, "[turn cancelled]", "[turn cut off: the agent died]"])),
+    st.tuples(st.just("orphan")),
+    st.tuples(st.just("pop")),
+    st.tuples(st.just("clear")),
+    st.tuples(st.just("memory")),
+)
+
+
+class Writer:
+    """Turns operations into appends, pops and clears on one conversation."""
+
+    def __init__(self, conv: convlog.ConversationHandle) -> None:
+        self.conv = conv
+        self.n = itertools.count()
+        self.late: list[convlog.Message] = []
+
+    def id(self) -> int:
+        return next(self.n)
+
+    def say(self, role: str) -> convlog.Message:
+        i = self.id()
+        return (convlog.user if role == "user" else convlog.assistant)(f"say-{i}")
+
+    def result(self, style: str, call_id: str) -> convlog.Message:
+        if style == "chat":
+            return convlog.tool(f"out-{call_id}", tool_call_id=call_id)
+        return convlog.user([convlog.ToolResultPart(tool_use_id=call_id,
+                                                    content=f"out-{call_id}")])
+
+    def apply(self, op: tuple[Any, ...]) -> None:
+        kind = op[0]
+        if kind == "say":
+            self.conv.append_turn([*self.late, self.say(op[1])])
+            self.late = []
+        elif kind == "calls":
+            self.calls(op[1], op[2])
+        elif kind == "acp":
+            parts: list[Any] = [convlog.TextPart(text=f"say-{self.id()}")]
+            for answered in op[1]:
+                call_id = f"c{self.id()}"
+                parts.append(convlog.ToolUsePart(id=call_id, name=f"t{call_id}",
+                                                 arguments="{}"))
+                if answered:
+                    parts.append(convlog.ToolResultPart(tool_use_id=call_id,
+                                                        content=f"out-{call_id}"))
+            if op[2]:
+                parts.append(convlog.TextPart(text=op[2]))
+            self.conv.append_turn([self.say("user"), convlog.assistant(parts)])
+        elif kind == "orphan":
+            self.conv.append(self.result("chat", f"c{self.id()}"))
+        elif kind == "pop":
+            self.conv.retract_last("pop_item")
+        elif kind == "clear":
+            self.conv.clear()
+        elif kind == "memory":
+            i = self.id()
+            self.conv.inject_memory(f"mem-{i}", memory_ids=[f"m{i}"])
+
+    def calls(self, style: str, fates: list[str]) -> None:
+        ids = [f"c{self.id()}" for _ in fates]
+        if style == "chat":
+            turn = [convlog.assistant("", tool_calls=[
+                convlog.ToolCall(id=c, name=f"t{c}", arguments="{}") for c in ids])]
+        else:
+            turn = [convlog.assistant([convlog.ToolUsePart(id=c, name=f"t{c}", arguments="{}")
+                                       for c in ids])]
+        for call_id, fate in zip(ids, fates, strict=True):
+            if fate in ("now", "twice"):
+                turn.append(self.result(style, call_id))
+            if fate in ("late", "twice"):
+                self.late.append(self.result(style, call_id))
+        self.conv.append_turn(turn)
+
+
+@pytest.fixture(scope="module")
+def sqlite_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[convlog.ConversationLog]:
+    path: Path = tmp_path_factory.mktemp("pairing") / "c.db"
+    with convlog.open(f"sqlite:///{path}") as log:
+        yield log
+
+
+_keys = itertools.count()
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(ops=st.lists(_op, min_size=1, max_size=14),
+       budget=st.builds(convlog.Budget, tokens=st.integers(30, 3_000),
+                        messages=st.integers(1, 16), chars=st.integers(16, 300)))
+def test_every_context_is_paired(sqlite_log: convlog.ConversationLog,
+                                 ops: list[tuple[Any, ...]], budget: convlog.Budget) -> None:
+    conv = sqlite_log.conversation(f"p{next(_keys)}")
+    writer = Writer(conv)
+    for op in ops:
+        writer.apply(op)
+    if writer.late:
+        conv.append_turn(writer.late)
+    for fmt in ("xml", "markdown", "messages"):
+        ctx = conv.context(budget=budget, format=fmt)
+        assert check_pairs(read_back(ctx.text)) == [], (fmt, ctx.text)
+        assert ctx.tokens <= budget.tokens
+
+
+# ------------------------------------------- the OpenAI Agents session's items
+
+
+def item_tools(item: dict[str, Any]) -> Tools:
+    kind = item.get("type", "message")
+    if kind == "function_call":
+        return Tools(calls=((item["call_id"], item["name"]),), other=False)
+    if kind == "function_call_output":
+        return Tools(results=(item["call_id"],), other=False)
+    return Tools(other=kind == "message")
+
+
+_item_op = st.one_of(
+    st.tuples(st.just("say"), st.sampled_from(["user", "assistant"])),
+    st.tuples(st.just("calls"), st.lists(st.sampled_from(["now", "late", "never", "twice"]),
+                                         min_size=1, max_size=3)),
+    st.tuples(st.just("reasoning")),
+    st.tuples(st.just("orphan")),
+    st.tuples(st.just("pop")),
+    st.tuples(st.just("clear")),
+)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(ops=st.lists(_item_op, min_size=1, max_size=12),
+       limits=st.lists(st.integers(1, 12), min_size=1, max_size=3))
+def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
+                                   ops: list[tuple[Any, ...]], limits: list[int]) -> None:
+    import asyncio
+
+    from convlog.integrations.openai_agents import ConvlogSession
+
+    session = ConvlogSession(f"s{next(_keys)}", sqlite_log)
+    n = itertools.count()
+    late: list[Any] = []  # the SDK's item types are TypedDicts: plain dicts here
+
+    async def run() -> list[list[Any]]:
+        nonlocal late
+        for op in ops:
+            if op[0] == "say":
+                said: Any = {"role": op[1], "content": f"say-{next(n)}"}
+                await session.add_items([*late, said])
+                late = []
+            elif op[0] == "calls":
+                batch: list[Any] = []
+                for fate in op[1]:
+                    call_id = f"c{next(n)}"
+                    batch.append({"type": "function_call", "call_id": call_id,
+                                  "name": f"t{call_id}", "arguments": "{}"})
+                    out = {"type": "function_call_output", "call_id": call_id,
+                           "output": f"out-{call_id}"}
+                    if fate in ("now", "twice"):
+                        batch.append(out)
+                    if fate in ("late", "twice"):
+                        late.append(out)
+                await session.add_items(batch)
+            elif op[0] == "reasoning":
+                await session.add_items([{"type": "reasoning", "id": f"rs{next(n)}",
+                                          "summary": []}])
+            elif op[0] == "orphan":
+                await session.add_items([{"type": "function_call_output",
+                                          "call_id": f"c{next(n)}", "output": "x"}])
+            elif op[0] == "pop":
+                await session.pop_item()
+            else:
+                await session.clear_session()
+        if late:
+            await session.add_items(late)
+        return [await session.get_items(limit) for limit in [None, *limits]]
+
+    for got in asyncio.run(run()):
+        assert check_pairs([item_tools(i) for i in got]) == [], got
