@@ -32,6 +32,7 @@ from convlog.domain.content import (
     ToolUsePart,
 )
 from convlog.domain.events import MessageAppended
+from convlog.projections.pair_causes import CANCELLED_MARK
 from convlog.projections.pairing import Cause, Keep, Tools, pair
 
 
@@ -108,11 +109,13 @@ def end_cause(message: MessageAppended) -> Cause | None:
     """Why a recorded ACP turn left a call without result, from its end marker
     (convlog.acp.turns): ``[turn cancelled]`` is "cancelled"; anything else (``[turn cut
     off: ...]``: the agent process exited, or was stopped as the client went away) is
-    pairing's default, "process_died". The resume context reads the markers alike."""
+    pairing's default, "process_died". The same reading as the resume context's
+    (convlog.projections.pair_causes), per turn here: a call id an agent reuses in a
+    later turn is a call of its own in the replay."""
     content = message.content
     last = content if isinstance(content, str) else next(
         (p.text for p in reversed(content) if isinstance(p, TextPart)), "")
-    return "cancelled" if last.startswith("[turn cancelled]") else None
+    return "cancelled" if last.startswith(CANCELLED_MARK) else None
 
 
 def _pieces(message: MessageAppended, ids: _Ids) -> Iterator[_Piece]:

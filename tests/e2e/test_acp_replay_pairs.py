@@ -75,6 +75,9 @@ async def load(client: RecordingClient, db: str, tmp_path: Path, session_id: str
             use_unstable_protocol=True) as (conn, _):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+        replayed = len(client.updates)
+        await conn.prompt(session_id=session_id, prompt=[acp.text_block("and now?")])
+        del client.updates[replayed:]  # keep the replay only
 
 
 @pytest.mark.parametrize(("how", "why"), [
@@ -117,7 +120,12 @@ def test_a_tool_call_cut_off_mid_flight_is_replayed_failed_with_why(
     assert replayed.index(lost) < len(replayed) - 1
     with convlog.open(db) as log:  # replaying changed nothing in the log
         assert len(log.messages(f"acp:{session_id}")) == 5
-    assert len(trace(tmp_path)) == 2  # the load itself prompted no agent
+    # the new agent process got the history with the same repair, once
+    prompts = trace(tmp_path)
+    assert len(prompts) == 3 and prompts[2]["texts"][-1] == "and now?"
+    injected = prompts[2]["texts"][0]
+    assert "conversation_history" in injected and "stray output" not in injected
+    assert "result of tool fetch was lost" in injected and why in injected
 
 
 def test_agent_sessions_load_replays_a_cancelled_tool_call_as_failed(tmp_path: Path) -> None:
