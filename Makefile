@@ -5,10 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
-# The suite runs on WORKERS processes (pytest-xdist): 2 by default, the cores of the
-# machine it is sized for; `make test WORKERS=auto` for one per core, WORKERS=0 for a
-# single process. loadgroup: tests marked xdist_group(name) share one worker.
-WORKERS ?= 2
+# The suite can run on WORKERS processes (pytest-xdist): `make test WORKERS=2` (the
+# cores of the machine it is sized for), WORKERS=auto for one per core. 0, one process,
+# stays the default until a full 2-worker run passes twice (see the suite-speed notes).
+# loadgroup: tests marked xdist_group(name) share one worker.
+WORKERS ?= 0
 XDIST := -n $(WORKERS) --dist loadgroup
 
 .PHONY: bench-tools screenshots docs install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
