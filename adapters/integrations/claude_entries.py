@@ -26,7 +26,7 @@ from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
 from convlog.projections.pairing import Keep, Lost, check_pairs, message_tools, pair
 from convlog.services.anthropic_blocks import Block, to_part
-from convlog.storage.mapper import RawItem
+from convlog.services.items import RawItem
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode
