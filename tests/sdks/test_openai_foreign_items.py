@@ -149,3 +149,14 @@ def test_a_truncated_import_says_the_result_is_missing_in_it(
     assert get_items(log, "imp") == [
         {"role": "user", "content": "go"}, call("t1", "bash", '{"cmd": "ls"}'),
         output("t1", lost_text("missing_in_import", "bash"))]
+
+
+def test_popping_a_foreign_message_returns_its_text_as_one_item(
+        log: convlog.ConversationLog) -> None:
+    log.conversation("pop").append_turn([convlog.assistant([
+        convlog.TextPart(text="looking"), convlog.ToolUsePart(id="t1", name="grep")])])
+
+    async def go() -> Any:
+        session = ConvlogSession("pop", log)
+        return await session.pop_item(), await session.get_items()
+    assert asyncio.run(go()) == ({"role": "assistant", "content": "looking"}, [])
