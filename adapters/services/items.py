@@ -20,8 +20,10 @@ from convlog.domain.events import ConversationCleared, MessageAppended, MessageR
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.mapper import RawItem as RawItem
+from convlog.storage.mapper import all_topics
 
 PAGE = 128
+_UNDO_TOPICS = [*all_topics(MessageRetracted), *all_topics(ConversationCleared)]
 
 
 def _newest_first(store: ConversationStore, state: Conversation, page: int
@@ -111,6 +113,40 @@ def live_items(store: ConversationStore, key: str, last: int | None = None
             return found[::-1]
         upto = rows[-1][0] - 1
         page = min(PAGE, 2 * (last - len(found)) + 8)  # retractions hide rows: read ahead
+
+
+def retracted_since(store: ConversationStore, key: str, since: str
+                    ) -> list[MessageAppended | RawItem]:
+    """The messages of the current epoch retracted after message `since` was stored
+    (newest first; messages carrying an SDK item as `RawItem`s): why a tool output
+    is missing when an SDK's `pop_item` took it back (convlog.projections.
+    pair_causes). Walks the conversation backwards from its newest row to that
+    message, so it reads about as many rows as the history after it; first one
+    indexed look at the newest retraction or clear, so an epoch without any
+    retraction (a process that died mid-tool) reads nothing more."""
+    cid = conversation_id(key)
+    newest = store.last_of(cid, _UNDO_TOPICS, 1)
+    if not newest or not isinstance(newest[0].event, MessageRetracted):
+        return []
+    after = store.epoch_floor(cid) or None
+    ids: set[str] = set()
+    found: list[MessageAppended | RawItem] = []
+    upto: int | None = None
+    while True:
+        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=PAGE)
+        for _, event in rows:
+            if isinstance(event, MessageRetracted):
+                ids.add(event.message_id)
+            elif type(event) is RawItem or isinstance(event, MessageAppended):
+                if event.message_id in ids:
+                    found.append(event)
+                if event.message_id == since:
+                    return found
+            elif isinstance(event, ConversationCleared):
+                return found
+        if len(rows) < PAGE:
+            return found
+        upto = rows[-1][0] - 1
 
 
 def _live(rows: Sequence[tuple[int, Any]]) -> list[MessageAppended | RawItem]:
