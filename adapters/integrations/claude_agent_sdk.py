@@ -39,9 +39,11 @@ from convlog.domain.conversation import (
     StartConversation,
 )
 from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.events import ConversationStarted
 from convlog.domain.messages import Message
 from convlog.integrations.claude_entries import paired_entries, to_message
 from convlog.integrations.extras import require
+from convlog.projections.pair_causes import imported
 
 require("claude-agent-sdk", "claude_agent_sdk", "convlog.integrations.claude_agent_sdk")
 
@@ -160,13 +162,20 @@ class ConvlogSessionStore:
         return messages
 
     def _load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        target = conversation_key(key)
         try:
             # read lean (issue 30): an entry's row is decoded to its id, the entry and
             # what pairing reads, not to a whole message (usage, tokens, times)
-            messages = self.log.live_items(conversation_key(key))
+            messages = self.log.live_items(target)
         except UnknownConversation:
             return None
-        entries = paired_entries(messages)  # tool_use/tool_result in pairs (issue 28)
+
+        def was_imported() -> bool:  # one indexed read, only when a result is lost
+            start = next((r.event for r in self.log.events(target, upto=1)), None)
+            return isinstance(start, ConversationStarted) and imported(start)
+
+        # tool_use/tool_result in pairs, a lost result saying why (issue 28)
+        entries = paired_entries(messages, imported=was_imported)
         return entries or None  # type: ignore[return-value]
 
     def _catalog(self, project_key: str) -> list[tuple[list[str], datetime | None]]:

@@ -91,3 +91,46 @@ def test_a_tool_result_without_tool_use_is_left_out(tmp_path: Path) -> None:
 def test_a_well_paired_transcript_comes_back_exactly(tmp_path: Path) -> None:
     loaded, messages = chain(tmp_path, TRANSCRIPT)
     assert loaded == TRANSCRIPT and api_problems(messages) == []
+
+
+def lost_text_of(entry_: Any) -> str:
+    (block,) = blocks(entry_["message"])
+    assert block["type"] == "tool_result" and block["is_error"] is True
+    return str(block["content"])
+
+
+def test_a_lost_result_says_the_process_died_when_nothing_else_is_known(
+        tmp_path: Path) -> None:
+    loaded, _ = chain(tmp_path, TRANSCRIPT[:3])
+    assert "the process running the tool stopped" in lost_text_of(loaded[3])
+
+
+def test_a_lost_result_of_a_cancelled_turn_says_it_was_cancelled(tmp_path: Path) -> None:
+    """Claude Code records an interrupt as the next user entry; the synthetic result
+    names that cause (convlog.projections.pair_causes), not a dead process."""
+    stop = entry("u9", "user", {"role": "user", "content": [
+        {"type": "text", "text": "[Request interrupted by user for tool use]"}]}, "a2")
+    loaded, messages = chain(tmp_path, [*TRANSCRIPT[:3], stop])
+    assert loaded[3]["parentUuid"] == "a2" and loaded[4]["uuid"] == "u9"
+    assert "the turn was cancelled" in lost_text_of(loaded[3])
+    assert api_problems(messages) == []
+
+
+def test_a_lost_result_of_an_imported_transcript_says_so(tmp_path: Path) -> None:
+    """A conversation whose start names an importer (metadata ``source``) and whose
+    transcript stops after a tool_use: the result is missing in the import."""
+    from convlog.domain.conversation import StartConversation
+    from convlog.integrations.claude_agent_sdk import CHANNEL, conversation_key
+
+    async def go() -> list[Any]:
+        store = ConvlogSessionStore(f"sqlite:///{tmp_path / 'c.db'}")
+        try:
+            store.log.execute(conversation_key(KEY), [StartConversation(
+                channel=CHANNEL, workspace=KEY["project_key"],
+                metadata={"source": "claude-code"})])
+            await store.append(KEY, TRANSCRIPT[:3])
+            return await store.load(KEY) or []
+        finally:
+            store.close()
+    loaded = asyncio.run(go())
+    assert "the imported transcript does not contain it" in lost_text_of(loaded[3])
