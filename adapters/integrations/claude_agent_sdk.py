@@ -129,18 +129,19 @@ class ConvlogSessionStore:
     def _append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """One write; the epoch (see `_messages`) is read from the state being written
         to, inside the write, rather than by a query of its own before it (issue 30)."""
-        batches: dict[int, list[Command]] = {}
+        batches: dict[int, AppendMessages] = {}
 
         def commands(state: Conversation, fresh: bool) -> list[Command]:
             epoch = state.epoch if state.started else 0
             if epoch not in batches:  # built once, unless a retry meets a new epoch
-                batches[epoch] = [
-                    StartConversation(channel=CHANNEL, user=self.user, agent=self.agent,
+                batches[epoch] = AppendMessages(messages=self._messages(entries, epoch))
+            if state.started and (self.user is None or self.user == state.user):
+                return [batches[epoch]]  # the start would decide nothing (issue 30)
+            return [StartConversation(channel=CHANNEL, user=self.user, agent=self.agent,
                                       workspace=key["project_key"],
                                       metadata={k: v for k, v in key.items()
                                                 if isinstance(v, str)}),
-                    AppendMessages(messages=self._messages(entries, epoch))]
-            return batches[epoch]
+                    batches[epoch]]
 
         self.log.writer.decide(conversation_key(key), commands)
 
