@@ -41,7 +41,7 @@ from convlog.domain.conversation import (
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import ConversationStarted
 from convlog.domain.messages import Message
-from convlog.integrations.claude_entries import paired_entries, to_message
+from convlog.integrations.claude_entries import paired_entries, sound_entries, to_message
 from convlog.integrations.extras import require
 from convlog.projections.pair_causes import imported
 
@@ -165,8 +165,14 @@ class ConvlogSessionStore:
     def _load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         target = conversation_key(key)
         try:
-            # read lean (issue 30): an entry's row is decoded to its id, the entry and
-            # what pairing reads, not to a whole message (usage, tokens, times)
+            # read lean (issue 30): an entry's row is decoded to its id and the entry,
+            # not to a whole message (content, usage, tokens, times); a well-paired
+            # transcript (the usual one) is handed back as it is
+            sound = sound_entries(self.log.live_items(target, raw_only=True))
+            if sound is not None:
+                return sound or None  # type: ignore[return-value]
+            # some tool_use/tool_result to repair: read again what pairing and the
+            # causes of a lost result read (that read is the answer, whole)
             messages = self.log.live_items(target)
         except UnknownConversation:
             return None
@@ -176,7 +182,8 @@ class ConvlogSessionStore:
             return isinstance(start, ConversationStarted) and imported(start)
 
         # tool_use/tool_result in pairs, a lost result saying why (issue 28)
-        entries = paired_entries(messages, imported=was_imported)
+        entries = paired_entries(messages,  # type: ignore[arg-type]  # no RawEntry here
+                                 imported=was_imported)
         return entries or None  # type: ignore[return-value]
 
     def _catalog(self, project_key: str) -> list[tuple[list[str], datetime | None]]:

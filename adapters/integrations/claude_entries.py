@@ -27,7 +27,7 @@ from convlog.domain.messages import Message
 from convlog.projections.pair_causes import lost_causes
 from convlog.projections.pairing import Keep, Lost, Tools, message_tools, pair, well_paired
 from convlog.services.anthropic_blocks import Block, to_part
-from convlog.storage.mapper import RawItem
+from convlog.storage.mapper import RawEntry, RawItem
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode
@@ -83,6 +83,59 @@ def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None =
                    model=body.get("model") if isinstance(body.get("model"), str) else None,
                    usage=_usage(body.get("usage")),
                    response_id=body.get("id") if isinstance(body.get("id"), str) else None)
+
+
+_TEXT, _NEUTRAL = Tools(), Tools(other=False)
+_SPEAKERS = frozenset(("user", "assistant"))
+
+
+def entry_tools(entry: dict[str, Any]) -> Tools:
+    """What pairing needs of one stored entry (plain JSON, as `to_message` copied
+    it), read from the entry itself: what `message_tools` says of the readable
+    message `to_message` built from it (the same blocks count: text and images,
+    tool_use with an id and a name, tool_result with the id it answers; thinking and
+    server tools' blocks are neutral), without decoding that readable copy (issue 30).
+    Exact types (`type(x) is dict`), not ABC checks: this runs once per entry."""
+    body = entry.get("message")
+    if type(body) is not dict or entry.get("type") not in _SPEAKERS:
+        return _NEUTRAL
+    content = body.get("content", "")
+    shape = type(content)
+    if shape is str:
+        return _TEXT if content else _NEUTRAL
+    if shape is not list:
+        return _NEUTRAL
+    calls: list[tuple[str, str]] = []
+    results: list[str] = []
+    other = False
+    for block in content:
+        if type(block) is not dict:
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            other = other or type(block.get("text")) is str
+        elif kind == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            if call_id and name and type(call_id) is str and type(name) is str:
+                calls.append((call_id, name))
+        elif kind == "tool_result":
+            answered = block.get("tool_use_id")
+            if answered and type(answered) is str:
+                results.append(answered)
+        elif kind == "image":
+            other = other or type(block.get("source")) is dict
+    if not calls and not results:
+        return _TEXT if other else _NEUTRAL
+    return Tools(calls=tuple(calls), results=tuple(results), other=other)
+
+
+def sound_entries(messages: Sequence[MessageAppended | RawItem | RawEntry]
+                  ) -> list[dict[str, Any]] | None:
+    """The stored entries when they are already well paired (what `load` almost
+    always finds), judged from the entries alone (`entry_tools`); None when some
+    tool_use or tool_result needs `paired_entries`' repair."""
+    raws = [m.raw for m in messages if m.raw is not None]
+    return raws if well_paired([entry_tools(raw) for raw in raws]) else None
 
 
 def paired_entries(messages: Sequence[MessageAppended | RawItem],

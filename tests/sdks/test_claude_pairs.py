@@ -134,3 +134,32 @@ def test_a_lost_result_of_an_imported_transcript_says_so(tmp_path: Path) -> None
             store.close()
     loaded = asyncio.run(go())
     assert "the imported transcript does not contain it" in lost_text_of(loaded[3])
+
+
+def test_entry_tools_reads_the_entry_as_pairing_reads_its_readable_message() -> None:
+    """`load` judges a transcript's pairing from the entries alone (issue 30): the
+    same calls, results and text as the readable message stored beside each entry."""
+    from convlog.integrations.claude_entries import entry_tools, to_message
+    from convlog.projections.pairing import message_tools
+
+    def user(content: Any) -> Any:
+        return entry("x", "user", {"role": "user", "content": content})
+
+    def assistant(content: Any) -> Any:
+        return entry("x", "assistant", {"role": "assistant", "content": content})
+
+    image = {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}
+    cases = [*TRANSCRIPT, user(""), user("hi"), user(7), user([]), user(["text"]),
+             user([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                   {"type": "text", "text": "and"}]),
+             user([{"type": "tool_result", "tool_use_id": "", "content": "ok"}]),
+             user([image]), assistant([{"type": "thinking", "thinking": "hm"}]),
+             assistant([{"type": "tool_use", "id": "t1", "name": "Grep", "input": {}},
+                        {"type": "tool_use", "id": "t2", "name": "", "input": {}},
+                        {"type": "server_tool_use", "id": "s1", "name": "web_search"}]),
+             assistant([{"type": "redacted_thinking", "data": "x"}, {"type": "text"}]),
+             entry("x", "system"), entry("x", "user", "not a body"),
+             {"type": "summary", "summary": "s", "leafUuid": "x"}]
+    for case in cases:
+        readable: Any = to_message(case, "m")  # what was stored beside the entry
+        assert entry_tools(case) == message_tools(readable), case
