@@ -14,7 +14,9 @@ The rule (`pair`):
 - a result with no call (its call cut off, retracted, or never recorded) is left out;
 - a result stored later than the first message after its call block is moved up to
   its call (results always directly after their call: chat-style APIs require it);
-- a history that is already well paired comes back unchanged, item for item.
+- a history that is already well paired comes back unchanged, item for item;
+- an item holding a call AND its result (the ACP proxy records a whole turn, calls and
+  results, as one message) is an exchange answered in itself.
 
 It is pure and linear: the caller describes each item once (`Tools`, built without
 decoding anything twice) and renders the plan (`Plan.steps`) in its own item types.
@@ -163,8 +165,9 @@ def _plan(items: Sequence[Tools], causes: Mapping[str, Cause], missing: Cause,
                 mine = {r: pending.pop(r) for r in item.results if r in pending}
                 close()       # other calls' results go before it, and its text ends
                 pending.update(mine)  # the exchange
-        dropped = frozenset(r for r in item.results
-                            if r in answered or (r not in pending)) if item.results else _EMPTY
+        own = _own(item)
+        dropped = frozenset(r for r in item.results if r not in own and (
+            r in answered or r not in pending)) if item.results else _EMPTY
         for r in item.results:
             if r in dropped:
                 cause: Cause = ("duplicate" if r in answered else
@@ -185,6 +188,13 @@ def _plan(items: Sequence[Tools], causes: Mapping[str, Cause], missing: Cause,
                 pending[call_id] = (name, i)
     close()
     return Plan(steps=steps, repairs=repairs)
+
+
+def _own(item: Tools) -> frozenset[str]:
+    """The results of `item` that answer its own calls."""
+    if not item.calls or not item.results:
+        return _EMPTY
+    return frozenset(item.results) & {call_id for call_id, _ in item.calls}
 
 
 def _keep(j: int, item: Tools, pending: dict[str, tuple[str, int]], answered: set[str],
@@ -257,7 +267,10 @@ def well_paired(items: Iterable[Tools]) -> bool:
             continue
         if pending and calls and answering:
             return False
+        own = _own(item) if calls and results else _EMPTY  # an ACP turn answers itself
         for r in results:
+            if r in own:
+                continue
             if r not in pending:
                 return False
             pending.discard(r)
@@ -270,7 +283,8 @@ def well_paired(items: Iterable[Tools]) -> bool:
             if call_id in seen:
                 return False
             seen.add(call_id)
-            pending.add(call_id)
+            if call_id not in own:
+                pending.add(call_id)
     return not pending
 
 
@@ -285,7 +299,10 @@ def check_pairs(items: Sequence[Tools]) -> list[str]:
         if pending and item.calls and answering:
             problems.append(f"item {i}: calls {sorted(pending)} have no result before it")
             pending.clear()
+        own = _own(item)
         for r in item.results:
+            if r in own:
+                continue  # answers a call of this very item (below)
             if r not in pending:
                 problems.append(f"item {i}: result for {r!r} without an open call")
             pending.discard(r)
@@ -300,7 +317,8 @@ def check_pairs(items: Sequence[Tools]) -> list[str]:
             if call_id in seen:
                 problems.append(f"item {i}: call id {call_id!r} used twice")
             seen.add(call_id)
-            pending.add(call_id)
+            if call_id not in own:
+                pending.add(call_id)
     if pending:
         problems.append(f"end: calls {sorted(pending)} have no result")
     return problems

@@ -27,7 +27,7 @@ from convlog.domain.messages import Message
 from convlog.projections.pair_causes import lost_causes
 from convlog.projections.pairing import Keep, Lost, Tools, message_tools, pair, well_paired
 from convlog.services.anthropic_blocks import Block, to_part
-from convlog.storage.mapper import RawEntry, RawItem
+from convlog.services.items import RawEntry, RawItem
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode

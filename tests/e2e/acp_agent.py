@@ -13,7 +13,9 @@ Every prompt the agent receives is appended to --trace as one JSON line, so a te
 can see exactly what reached the agent (the injected history, or none). Its answer
 is deterministic: a thought, a tool call with its result, a usage update with a
 cumulative cost, and text that says what it remembers of the session. A prompt
-containing "slow" waits until it is cancelled; "garbage" first writes a line that is
+containing "slow" waits until it is cancelled; "mid-tool" first starts a second tool call
+(``fetch``) that never finishes, so "crash mid-tool" dies and "slow mid-tool" is
+cancelled with a tool call in flight; "garbage" first writes a line that is
 not JSON to stdout (a hostile agent); "title: X" names the session X
 (`session_info_update`). Its `usage_update` says 100 tokens of a 1000-token window
 are used per prompt so far.
@@ -145,6 +147,10 @@ class TestAgent:
         if "garbage" in text:
             sys.stdout.buffer.write(b"this is {not json\n")
             sys.stdout.buffer.flush()
+        if "mid-tool" in text:  # a tool call in flight when the turn ends
+            await send(session_id, start_tool_call(f"f{len(memory)}", "fetch", kind="fetch",
+                                                   status="in_progress",
+                                                   raw_input={"url": "https://example.org"}))
         if "crash" in text:
             await send(session_id, update_agent_message_text("about to"))
             await asyncio.sleep(0.05)

@@ -130,3 +130,18 @@ def test_the_causes_come_from_the_log(log: convlog.ConversationLog) -> None:
     for key, cause in (("k", "cancelled"), ("i", "missing_in_import")):
         (repair,) = [e for e in log.view(key, "agent").entries if e.kind == "repair"]
         assert marks(repair)[0][2] == cause, key
+
+
+def test_an_acp_turn_holding_calls_and_their_results_is_not_marked(
+        log: convlog.ConversationLog) -> None:
+    """The ACP proxy records a turn as ONE assistant message with its tool calls and
+    their results: only the call whose result is missing is repaired."""
+    conv = log.conversation("acp:k")
+    conv.append_turn([convlog.user("go"), convlog.assistant([
+        convlog.ToolUsePart(id="t1", name="lookup"),
+        convlog.ToolResultPart(tool_use_id="t1", content="hits"),
+        convlog.ToolUsePart(id="f1", name="fetch"),
+        convlog.TextPart(text="[turn cancelled]")], agent="coder")])
+    agent = conv.view("agent")
+    repaired = [m[:2] for e in agent.entries for m in marks(e)]
+    assert repaired == [("synthesized", "f1")]

@@ -1,4 +1,5 @@
-"""The pure parts of the ACP room: frame envelopes, turn assembly, replay updates."""
+"""The pure parts of the ACP room: frame envelopes, turn assembly (the replay:
+test_acp_replay)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ import pytest
 
 import convlog
 from convlog.acp.catalog import advertise, command_name
-from convlog.acp.replay import replay_updates
 from convlog.acp.turns import Turn
 from convlog.acp.wire import check_envelope
-from convlog.domain.events import MessageAppended
 
 pytest.importorskip("acp")
 
@@ -86,30 +85,6 @@ def test_cost_is_the_rise_of_the_cumulative_usd_cost_and_usage_is_as_reported() 
 def test_a_cut_off_turn_with_nothing_streamed_still_records_both_sides() -> None:
     user, agent = Turn(prompt=[{"type": "text", "text": "q"}]).close("cut off: gone") or []
     assert (user.content, agent.content) == ("q", "[turn cut off: gone]")
-
-
-def test_replay_shows_each_stored_part_as_the_schema_update() -> None:
-    from datetime import UTC, datetime
-
-    at = datetime(2026, 1, 1, tzinfo=UTC)
-    stored = [
-        MessageAppended(at=at, message_id="1", role="user", content="hi"),
-        MessageAppended(at=at, message_id="2", role="assistant", content=[
-            convlog.ThinkingPart(text="t"), convlog.ToolUsePart(id="c", name="n",
-                                                                arguments='{"a": 1}'),
-            convlog.ToolResultPart(tool_use_id="c", content="out"),
-            convlog.TextPart(text="answer")]),
-        MessageAppended(at=at, message_id="3", role="tool", content="r", tool_call_id="c2"),
-    ]
-    updates = list(replay_updates(stored))
-    assert [u["sessionUpdate"] for u in updates] == [
-        "user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
-        "agent_message_chunk", "tool_call_update"]
-    assert updates[2]["rawInput"] == {"a": 1} and updates[3]["status"] == "completed"
-    import acp.schema
-
-    for update in updates:  # every one is valid for the SDK's own schema
-        acp.schema.SessionNotification.model_validate({"sessionId": "s", "update": update})
 
 
 def test_advertise_adds_the_served_methods_and_keeps_the_rest() -> None:

@@ -87,6 +87,30 @@ def test_mixed_results_and_text_keep_the_text() -> None:
     assert check_pairs(apply(items, plan.steps)) == []
 
 
+def test_an_item_holding_a_call_and_its_result_is_an_answered_exchange() -> None:
+    """The ACP proxy records a whole turn as ONE assistant message: its tool calls and
+    their results together. Such an item answers its own calls: nothing to repair."""
+    from datetime import UTC, datetime
+
+    import convlog
+    from convlog.domain.events import MessageAppended
+    from convlog.projections.pairing import message_tools
+
+    turn = MessageAppended(at=datetime(2026, 1, 1, tzinfo=UTC), message_id="m",
+                           role="assistant", content=[
+                               convlog.ToolUsePart(id="a", name="tool_a"),
+                               convlog.ToolResultPart(tool_use_id="a", content="out"),
+                               convlog.ToolUsePart(id="b", name="tool_b"),
+                               convlog.TextPart(text="[turn cancelled]")])
+    items = [TEXT, message_tools(turn), TEXT]
+    assert check_pairs([TEXT, Tools(calls=(("a", "tool_a"),), results=("a",)), TEXT]) == []
+    plan = pair(items)
+    assert plan.steps == [Keep(index=0), Keep(index=1), Lost("b", "tool_b", "process_died"),
+                          Keep(index=2)]
+    assert [(r.kind, r.call_id) for r in plan.repairs] == [("synthesized", "b")]
+    assert check_pairs(apply(items, plan.steps)) == []
+
+
 ids = st.sampled_from("abcdef")
 tools = st.one_of(
     st.just(TEXT),
@@ -95,6 +119,8 @@ tools = st.one_of(
     st.lists(ids, min_size=1, max_size=3, unique=True).map(lambda c: call(*c, other=True)),
     st.lists(ids, min_size=1, max_size=2, unique=True).map(lambda r: result(*r)),
     st.lists(ids, min_size=1, max_size=2, unique=True).map(lambda r: result(*r, other=True)),
+    st.lists(ids, min_size=1, max_size=3, unique=True).map(  # a call and its result: ACP
+        lambda c: Tools(calls=call(*c).calls, results=(c[0],), other=True)),
 )
 
 
