@@ -19,6 +19,7 @@ from convlog.domain.errors import UnknownConversation
 from convlog.domain.events import ConversationCleared, MessageAppended, MessageRetracted
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
+from convlog.storage.mapper import RawEntry as RawEntry
 from convlog.storage.mapper import RawItem as RawItem
 from convlog.storage.mapper import all_topics
 
@@ -67,8 +68,8 @@ def live_messages(store: ConversationStore, state: Conversation, last: int | Non
     return found[::-1]
 
 
-def live_items(store: ConversationStore, key: str, last: int | None = None
-               ) -> list[MessageAppended | RawItem]:
+def live_items(store: ConversationStore, key: str, last: int | None = None,
+               raw_only: bool = False) -> list[MessageAppended | RawItem | RawEntry]:
     """`live_messages` for SDK session stores: the same choice of live messages, but a
     message carrying an SDK item comes back as a `RawItem` (its id and the item),
     decoded without the rest of the message (issue 30: the full decode was two thirds
@@ -78,12 +79,14 @@ def live_items(store: ConversationStore, key: str, last: int | None = None
     `get_items(limit=20)`): the epoch is found in the rows themselves, whose walk
     stops at (or restarts after) the newest `conversation_cleared`. Reading starts
     after the epoch start this process last saw, which is safe because epochs only
-    move forward. Raises UnknownConversation when nothing was ever recorded."""
+    move forward. Raises UnknownConversation when nothing was ever recorded.
+    `raw_only`: `RawEntry`s (id and item, no readable content) for the messages
+    carrying an SDK item (a Claude transcript entry holds what pairing reads)."""
     cid = conversation_id(key)
     floor = store.epoch_floor(cid)
     after = floor or None
     if last is None:
-        rows = store.item_rows(cid, after=after)
+        rows = store.item_rows(cid, after=after, raw_only=raw_only)
         if not rows and not floor:
             raise UnknownConversation(key)
         return _live(rows)
@@ -91,16 +94,17 @@ def live_items(store: ConversationStore, key: str, last: int | None = None
         if not floor and not store.item_rows(cid, desc=True, limit=1):
             raise UnknownConversation(key)
         return []
-    found: list[MessageAppended | RawItem] = []
+    found: list[MessageAppended | RawItem | RawEntry] = []
     seen: set[str] = set()
     upto: int | None = None
     page = min(PAGE, last)  # the usual tail is all live messages: read just those
     while True:
-        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page)
+        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page,
+                               raw_only=raw_only)
         if not rows and upto is None and not floor:
             raise UnknownConversation(key)
         for _, event in rows:
-            if type(event) is RawItem or isinstance(event, MessageAppended):
+            if type(event) in _ITEMS or isinstance(event, MessageAppended):
                 if event.message_id not in seen:
                     found.append(event)
                     if len(found) >= last:
@@ -149,14 +153,17 @@ def retracted_since(store: ConversationStore, key: str, since: str
         upto = rows[-1][0] - 1
 
 
-def _live(rows: Sequence[tuple[int, Any]]) -> list[MessageAppended | RawItem]:
+_ITEMS = (RawItem, RawEntry)
+
+
+def _live(rows: Sequence[tuple[int, Any]]) -> list[MessageAppended | RawItem | RawEntry]:
     """The live messages among `rows` (oldest first): those after the newest clear,
     without the retracted ones."""
-    kept: list[MessageAppended | RawItem] = []
+    kept: list[MessageAppended | RawItem | RawEntry] = []
     retracted: set[str] = set()
     append = kept.append
     for _, event in rows:
-        if type(event) is RawItem or isinstance(event, MessageAppended):
+        if type(event) in _ITEMS or isinstance(event, MessageAppended):
             append(event)
         elif isinstance(event, MessageRetracted):
             retracted.add(event.message_id)

@@ -291,16 +291,17 @@ class ConversationStore(Application[UUID]):
 
     @storage_errors
     def item_rows(self, conversation: UUID, *, after: int | None = None,
-                  upto: int | None = None, desc: bool = False, limit: int | None = None
-                  ) -> list[tuple[int, Any]]:
+                  upto: int | None = None, desc: bool = False, limit: int | None = None,
+                  raw_only: bool = False) -> list[tuple[int, Any]]:
         """(version, event) like `recorded`, for SDK session stores: messages that
         carry an SDK item come back as `RawItem`s (see `MsgspecMapper.decode_item`),
         everything else as its event. The rows are read straight from the recorder: no envelope per
-        row."""
+        row. `raw_only`: `RawEntry`s (id and item only) instead."""
         select_decoded = getattr(self.recorder, "select_decoded", None)
         if select_decoded is not None and upto is None and limit is None and not desc:
             return select_decoded(  # type: ignore[no-any-return]
-                conversation, functools.partial(self.codec.decode_items, conversation), gt=after)
+                conversation, functools.partial(self.codec.decode_items, conversation,
+                                                raw_only=raw_only), gt=after)
         select_rows = getattr(self.recorder, "select_rows", None)
         rows: list[tuple[int, str, bytes]]
         if select_rows is not None:  # SQLite: plain tuples, no StoredEvent per row
@@ -309,7 +310,7 @@ class ConversationStore(Application[UUID]):
             rows = [(s.originator_version, s.topic, s.state) for s in
                     self.recorder.select_events(conversation, gt=after, lte=upto,
                                                 desc=desc, limit=limit)]
-        return self.codec.decode_items(conversation, rows)
+        return self.codec.decode_items(conversation, rows, raw_only)
 
     @storage_errors
     def last_messages(self, conversation: UUID, count: int) -> list[MessageAppended]:

@@ -80,6 +80,16 @@ class RawItem(msgspec.Struct, frozen=True, gc=False):
     and `from_message` reads are kept; usage, costs, tokens, times are skipped."""
 
 
+class RawEntry(msgspec.Struct, frozen=True, gc=False):
+    """A `message_appended` row decoded to its id and SDK item (`raw`) only: for a
+    store whose items say themselves what pairing needs (a Claude transcript entry
+    holds its tool_use/tool_result blocks), decoding the readable copy beside the
+    item too was a fifth of a whole-session `load` (issue 30)."""
+
+    message_id: str
+    raw: dict[str, Any] | None = None
+
+
 class _NullTranscoder(Transcoder):
     """eventsourcing wants a transcoder; msgspec does the work, so this one is unused."""
 
@@ -104,6 +114,7 @@ class MsgspecMapper(Mapper[UUID]):
         self._topics[Conversation] = SNAPSHOT_TOPIC
         self._current = {topic: self._decoders[cls] for cls, topic in self._topics.items()}
         self._raw_items = msgspec.json.Decoder(RawItem)
+        self._raw_entries = msgspec.json.Decoder(RawEntry)
         self._message_topic = self._topics[MessageAppended]
         self.sealer: Sealer | None = None
         """Set by the application on an encrypted store (convlog.storage.sealed)."""
@@ -156,35 +167,39 @@ class MsgspecMapper(Mapper[UUID]):
                                                originator_version=version, topic=topic,
                                                state=state))
 
-    def decode_item(self, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
+    def decode_item(self, originator_id: Any, version: int, topic: str, state: bytes,
+                    raw_only: bool = False) -> Any:
         """`decode_row`, except that a current `message_appended` row carrying an SDK
         item comes back as a `RawItem` (id and item only). Anything else (older
         versions that need an upcaster, messages without `raw`, other events) is
-        decoded in full, so what callers get is never less than the stored truth."""
+        decoded in full, so what callers get is never less than the stored truth.
+        `raw_only`: a `RawEntry` (id and item) instead of a `RawItem`."""
         if topic == self._message_topic:
             if self.sealer is not None:
                 at = sealed_at(state)
                 if at >= 0:
                     state = self._open_sealed(originator_id, version, topic, state, at)
             try:
-                item: RawItem = self._raw_items.decode(state)
+                item: RawItem | RawEntry = (self._raw_entries if raw_only
+                                            else self._raw_items).decode(state)
                 if item.raw is not None:
                     return item
             except Exception:
                 pass  # decoded in full below, with its typed error if it is corrupt
         return self.decode_row(originator_id, version, topic, state)
 
-    def decode_items(self, originator_id: Any, rows: Iterable[tuple[int, str, bytes]]
-                     ) -> list[tuple[int, Any]]:
+    def decode_items(self, originator_id: Any, rows: Iterable[tuple[int, str, bytes]],
+                     raw_only: bool = False) -> list[tuple[int, Any]]:
         """(version, `decode_item`) of each (version, topic, state) row, in one loop:
         a whole session's `get_items()` decodes every row, and a call per row was
         a tenth of it (issue 30). Sealed rows take `decode_item`'s way."""
         if self.sealer is not None:
             decode_item = self.decode_item
-            return [(version, decode_item(originator_id, version, topic, state))
+            return [(version, decode_item(originator_id, version, topic, state, raw_only))
                     for version, topic, state in rows]
-        lean, message_topic, decode_row = (self._raw_items.decode, self._message_topic,
-                                           self.decode_row)
+        lean, message_topic, decode_row = (
+            (self._raw_entries if raw_only else self._raw_items).decode,
+            self._message_topic, self.decode_row)
         out: list[tuple[int, Any]] = []
         append = out.append
         for version, topic, state in rows:
