@@ -105,3 +105,28 @@ def test_the_read_model_holds_one_row_per_session_and_is_rebuilt(tmp_path: Path)
                          f'{{"n":{n},"seen":{n}}}', 100.0 + n) for n in range(3)]
         log.rebuild_views(progress=False)
         assert log.sql(query)[1] == rows
+
+
+def test_an_encrypted_store_lists_without_copying_state_to_the_views(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONVLOG_KEY", "33" * 32)
+    url = f"sqlite:///{tmp_path / 'sealed.db'}"
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        service = ConvlogSessionService(url)
+        s = await service.create_session(app_name="shop", user_id="u1", session_id="s1",
+                                         state={"secret": "CANARY-7f3a", "user:k": 1})
+        await service.append_event(s, event("user", 100.0, step=1, **{"app:a": 2}))
+        await service.create_session(app_name="shop", user_id="u2", session_id="s2")
+        found = await listed_vs_got(service, "shop")
+        await service.close()
+        return found
+
+    listed, got = asyncio.run(go())
+    assert listed == got
+    assert [x[2] for x in listed if x[1] == "s2"] == [{"app:a": 2}]
+    assert [x[2] for x in listed if x[1] == "s1"] == [
+        {"secret": "CANARY-7f3a", "step": 1, "user:k": 1, "app:a": 2}]
+    with convlog.open(url) as log:
+        assert log.sql("SELECT count(*) FROM adk_sessions")[1] == [(0,)]
+    assert b"CANARY-7f3a" not in (tmp_path / "sealed.duckdb").read_bytes()
