@@ -211,11 +211,12 @@ class ConvlogSessionService(BaseSessionService):
                 scopes[key] = _decode(state) if state is not None else self._scope_state(key)
 
         def scope(key: str, prefix: str) -> dict[str, Any]:
-            if key not in scopes:  # a scope never written, or (encrypted) not listed
-                scopes[key] = self._scope_state(key)
-            return {prefix + k: v for k, v in scopes[key].items()}
+            # every scope conversation of the app is in `rows`: one not there was
+            # never written to
+            return {prefix + k: v for k, v in scopes.get(key, {}).items()}
 
         app_state = scope(scope_key(app_name), State.APP_PREFIX)
+        user_states: dict[str, dict[str, Any]] = {}
         found = []
         for channel, user, key, kind, state, updated in rows:
             if channel != CHANNEL:
@@ -231,11 +232,12 @@ class ConvlogSessionService(BaseSessionService):
                 continue  # deleted and not created again
             else:
                 own = _decode(state)
+            if user not in user_states:
+                user_states[user] = scope(scope_key(app_name, user), State.USER_PREFIX)
             found.append(Session(
                 app_name=app_name, user_id=user, id=unquote(key.rsplit("/", 1)[1]),
-                events=[], last_update_time=updated, state={
-                    **own, **app_state,
-                    **scope(scope_key(app_name, user), State.USER_PREFIX)}))
+                events=[], last_update_time=updated,
+                state={**own, **app_state, **user_states[user]}))
         found.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=found)
 

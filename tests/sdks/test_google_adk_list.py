@@ -37,11 +37,15 @@ async def listed_vs_got(service: ConvlogSessionService, app: str
             [(s.user_id, s.id, s.state, s.last_update_time, 0) for s in got if s])
 
 
-def test_list_agrees_with_get_session_across_two_services(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'adk.db'}"
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_list_agrees_with_get_session_across_two_services(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    url = (f"sqlite:///{tmp_path / 'adk.db'}" if backend == "sqlite"
+           else request.getfixturevalue("pg_url"))
+    logs = [convlog.open(url, views=str(tmp_path / f"{n}.duckdb")) for n in "ab"]
 
-    async def go() -> None:
-        a, b = ConvlogSessionService(url), ConvlogSessionService(url)
+    async def go() -> None:  # two hosts on one store, each with its own views file
+        a, b = ConvlogSessionService(logs[0]), ConvlogSessionService(logs[1])
         s1 = await a.create_session(app_name="shop", user_id="u1", session_id="s1",
                                     state={"cart": [], "user:lang": "fr", "app:v": 1})
         assert [x.id for x in (await b.list_sessions(app_name="shop")).sessions] == ["s1"]
@@ -74,10 +78,10 @@ def test_list_agrees_with_get_session_across_two_services(tmp_path: Path) -> Non
         listed, got = await listed_vs_got(b, "shop")
         assert listed == got
         assert [x[2] for x in listed if x[1] == "s2"] == [{"n": 2, "app:v": 2}]
-        await a.close()
-        await b.close()
 
     asyncio.run(go())
+    for log in logs:
+        log.close()
 
 
 def test_the_read_model_holds_one_row_per_session_and_is_rebuilt(tmp_path: Path) -> None:
