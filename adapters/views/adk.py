@@ -5,7 +5,9 @@ SELECT: inside each catch-up batch's transaction (the catch-up's `before_batch` 
 like the price and repair tables'), the records of the batch's ADK conversations are
 folded from the batch's own JSON onto their stored rows, and the rows are replaced.
 Only a retraction reads a conversation's history from the event store. An encrypted
-store's records are sealed: nothing is kept (the service folds each session itself).
+store's records are sealed: nothing is kept (the service folds each session itself),
+and rows folded before the store was made encrypted are dropped at its next batch
+(making a store encrypted rewrites its events, so its views are rebuilt anyway).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def fill_adk_sessions(store: ConversationStore
     decode = msgspec.json.Decoder(dict[str, Any]).decode
 
     def fill(con: duckdb.DuckDBPyConnection) -> None:
-        if store.keyring.enabled:  # sealed records: never copied here in clear
+        if store.keyring.enabled:  # sealed records: never copied here in clear, and
+            con.execute("DELETE FROM adk_sessions")  # rows from before encryption go
             return
         events = con.execute(_EVENTS).fetchall()
         if not events:

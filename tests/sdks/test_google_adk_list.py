@@ -134,3 +134,25 @@ def test_an_encrypted_store_lists_without_copying_state_to_the_views(
     with convlog.open(url) as log:
         assert log.sql("SELECT count(*) FROM adk_sessions")[1] == [(0,)]
     assert b"CANARY-7f3a" not in (tmp_path / "sealed.duckdb").read_bytes()
+
+
+def test_a_store_made_encrypted_drops_the_rows_folded_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONVLOG_KEY", raising=False)
+    monkeypatch.delenv("CONVLOG_KEY_FILE", raising=False)
+    log = convlog.open(f"sqlite:///{tmp_path / 'later.db'}")
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        service = ConvlogSessionService(log)
+        s = await service.create_session(app_name="shop", user_id="u1", session_id="s1",
+                                         state={"step": 0})
+        assert [x.state for x in (await service.list_sessions(app_name="shop")).sessions
+                ] == [{"step": 0}]
+        assert log.enable_encryption(bytes.fromhex(convlog.generate_key())) > 0
+        await service.append_event(s, event("user", s.last_update_time + 1, step=1))
+        return await listed_vs_got(service, "shop")
+
+    listed, got = asyncio.run(go())
+    assert listed == got and listed[0][2] == {"step": 1}
+    assert log.sql("SELECT count(*) FROM adk_sessions")[1] == [(0,)]
+    log.close()
