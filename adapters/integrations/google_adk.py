@@ -18,7 +18,9 @@ Semantics follow ADK's own SQLite service; how they map onto the log, and why:
   `app:` and `user:` deltas also go, as records, to the app's and the user's own
   conversations (``adk-state:<app>``, ``adk-state:<app>/<user>``), folded on read.
 - `delete_session`: a new epoch plus archive; the events stay in the log for replay.
-- `list_sessions`: the session catalog (channel ``google-adk``, agent = app name).
+- `list_sessions`: one query of the session catalog (channel ``google-adk``, agent =
+  app name) joined with the ``adk_sessions`` read model (each session's folded state
+  and last update: convlog.projections.adk_sessions).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import uuid
 from typing import Any
 from urllib.parse import quote, unquote
 
+import msgspec
 from anyio import to_thread
 
 import convlog
@@ -42,6 +45,7 @@ from convlog.integrations.adk_events import (
 )
 from convlog.integrations.adk_pairs import paired_events
 from convlog.integrations.extras import require
+from convlog.projections.adk_sessions import split_state
 
 require("google-adk", "google.adk", "convlog.integrations.google_adk")
 
@@ -67,17 +71,8 @@ def scope_key(app_name: str, user_id: str | None = None) -> str:
     return "adk-state:" + "/".join(quote(p, safe="") for p in parts)
 
 
-def _split(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(app, user, session) parts of a state dict; temp: keys are never stored."""
-    app, user, session = {}, {}, {}
-    for key, value in state.items():
-        if key.startswith(State.APP_PREFIX):
-            app[key.removeprefix(State.APP_PREFIX)] = value
-        elif key.startswith(State.USER_PREFIX):
-            user[key.removeprefix(State.USER_PREFIX)] = value
-        elif not key.startswith(State.TEMP_PREFIX):
-            session[key] = value
-    return app, user, session
+_split = split_state  # (app, user, session) parts; the read model folds with the same
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
 def _fold(records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -197,33 +192,52 @@ class ConvlogSessionService(BaseSessionService):
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
         """As ADK's services: every session of the app (or of one user), its state
-        merged with the app's and the user's, without events. Only each session's
-        records are read (no event is validated) and each scope's state once."""
-        sql = ("SELECT \"user\", key FROM sessions WHERE channel = ? AND agent = ? "
-               "AND status = 'active'")
-        params: list[object] = [CHANNEL, app_name]
+        merged with the app's and the user's, without events. One query of the
+        ``adk_sessions`` read model (convlog.projections.adk_sessions: each session's
+        folded state and last update, kept by the views' catch-up); a session it holds
+        no state for (an encrypted store) is folded from its records here."""
+        mine = "s.channel = ?" + (" AND s.\"user\" = ?" if user_id is not None else "")
+        params: list[object] = [app_name, CHANNEL + "-state", CHANNEL]
         if user_id is not None:
-            sql += " AND \"user\" = ?"
             params.append(user_id)
-        _, rows = self.log.sql(sql, params)
-        app_state = {State.APP_PREFIX + k: v
-                     for k, v in self._scope_state(scope_key(app_name)).items()}
+        _, rows = self.log.sql(
+            "SELECT s.channel, s.\"user\", s.key, a.kind, a.state, a.updated "
+            "FROM sessions s LEFT JOIN adk_sessions a USING (conversation_id) "
+            f"WHERE s.agent = ? AND s.status = 'active' AND (s.channel = ? OR ({mine}))",
+            params)
+        scopes: dict[str, dict[str, Any]] = {}
+        for channel, _, key, _, state, _ in rows:
+            if channel != CHANNEL:
+                scopes[key] = _decode(state) if state is not None else self._scope_state(key)
+
+        def scope(key: str, prefix: str) -> dict[str, Any]:
+            # every scope conversation of the app is in `rows`: one not there was
+            # never written to
+            return {prefix + k: v for k, v in scopes.get(key, {}).items()}
+
+        app_state = scope(scope_key(app_name), State.APP_PREFIX)
         user_states: dict[str, dict[str, Any]] = {}
         found = []
-        for user, key in rows:
-            records = self._records(key)
-            if records is None:
+        for channel, user, key, kind, state, updated in rows:
+            if channel != CHANNEL:
                 continue
-            sid = unquote(key.rsplit("/", 1)[1])
-            state, stored = _fold(records)
-            updated = (float(stored[-1]["timestamp"]) if stored
-                       else float(records[0].get("time", 0.0)))
+            if state is None:  # no row: fold the session's records (encrypted store)
+                records = self._records(key)
+                if records is None:
+                    continue
+                own, stored = _fold(records)
+                updated = (float(stored[-1]["timestamp"]) if stored
+                           else float(records[0].get("time", 0.0)))
+            elif kind != SESSION:
+                continue  # deleted and not created again
+            else:
+                own = _decode(state)
             if user not in user_states:
-                user_states[user] = {State.USER_PREFIX + k: v for k, v in
-                                     self._scope_state(scope_key(app_name, user)).items()}
-            found.append(Session(app_name=app_name, user_id=user, id=sid, events=[],
-                                 state={**state, **app_state, **user_states[user]},
-                                 last_update_time=updated))
+                user_states[user] = scope(scope_key(app_name, user), State.USER_PREFIX)
+            found.append(Session(
+                app_name=app_name, user_id=user, id=unquote(key.rsplit("/", 1)[1]),
+                events=[], last_update_time=updated,
+                state={**own, **app_state, **user_states[user]}))
         found.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=found)
 

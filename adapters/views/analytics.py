@@ -17,12 +17,14 @@ import msgspec
 
 from convlog.accounting.prices import PriceTable
 from convlog.domain.errors import InvalidInput
+from convlog.projections.adk_sessions import ADK
 from convlog.projections.catalog import CATALOG, ConversationFacts
 from convlog.projections.repair_counts import REPAIRS, TOOL_REPAIR_COUNTS
 from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
 from convlog.storage.application import ConversationStore
+from convlog.views.adk import fill_adk_sessions
 from convlog.views.pricing import ViewPrices
 from convlog.views.readonly import check_read_only
 from convlog.views.repairs import fill_repairs
@@ -107,7 +109,7 @@ class Analytics:
         self.prices = prices
         self.pricing = ViewPrices(prices)
 
-    VIEWS: ClassVar[tuple[View, ...]] = (CATALOG, USAGE, TELEMETRY, REPAIRS)
+    VIEWS: ClassVar[tuple[View, ...]] = (CATALOG, USAGE, TELEMETRY, REPAIRS, ADK)
     SQL_VIEWS: ClassVar[dict[str, str]] = SQL_VIEWS
 
     def refresh(self, *, progress: bool | None = None) -> int:
@@ -115,10 +117,12 @@ class Analytics:
         repriced first (convlog.views.pricing)."""
         self.prices.reload_if_changed()
         prices, repairs = self.pricing.before_batch(), fill_repairs(self.store)
+        adk = fill_adk_sessions(self.store)
 
         def before_batch(con: duckdb.DuckDBPyConnection) -> None:
             prices(con)
             repairs(con)
+            adk(con)
 
         with self.views.connect() as con:
             self.pricing.reprice_if_changed(con)
