@@ -52,7 +52,6 @@ from typing import Any
 
 from agents import SQLiteSession
 
-from bench import sdks_claude
 from convlog.integrations.openai_agents import ConvlogSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -163,6 +162,8 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     path = RESULTS / f"sdks-{stamp}{'-quick' if args.quick else ''}.json"
+    from bench import sdks_claude  # here: .venv-bench (the ADK section) has no Claude SDK
+
     saved = {"repeat": repeat, "rows": rows, "peak_read_mib": {"items": sizes[-1], **peaks},
              "claude_agent_sdk": sdks_claude.run(args.quick)}
     path.write_text(json.dumps(saved, indent=2) + "\n")
