@@ -24,9 +24,9 @@ from convlog.domain.content import AnyPart, Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
-from convlog.projections.pairing import Keep, Lost, check_pairs, message_tools, pair
+from convlog.projections.pairing import Keep, Lost, check_pairs, pair
 from convlog.services.anthropic_blocks import Block, to_part
-from convlog.storage.mapper import RawItem
+from convlog.services.items import RawItem, items_tools
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode
@@ -95,7 +95,7 @@ def paired_entries(messages: Sequence[MessageAppended | RawItem]) -> list[dict[s
     (issue 30: planning and re-chaining every entry of a sound transcript was a third
     of `load`)."""
     kept = [m for m in messages if m.raw is not None]
-    tools = [message_tools(m) for m in kept]  # type: ignore[arg-type]  # RawItem: see it
+    tools = items_tools(kept)
     if not check_pairs(tools):
         return [m.raw for m in kept]  # type: ignore[misc]  # not None: kept
     plan = pair(tools)

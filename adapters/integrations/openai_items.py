@@ -26,7 +26,8 @@ from convlog.domain.content import (
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
-from convlog.projections.pairing import Lost, message_tools, pair, well_paired
+from convlog.projections.pairing import Lost, pair, well_paired
+from convlog.services.items import items_tools
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 
@@ -125,7 +126,7 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None
     `limit` (the messages are then the newest ones): at most that many items, and an
     output whose call the limit cut off is left out too. A well-paired history (the
     usual one) is handed back as it is, without planning (issue 30)."""
-    tools = [message_tools(m) for m in messages]
+    tools = items_tools(messages)
     if (limit is None or len(messages) <= limit) and well_paired(tools):
         return [m.raw if m.raw is not None else from_message(m) for m in messages]
     start = 0
