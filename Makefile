@@ -5,6 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST := $(BIN)/python -m pytest
+# The suite can run on WORKERS processes (pytest-xdist): `make test WORKERS=2` (the
+# cores of the machine it is sized for), WORKERS=auto for one per core. 0, one process,
+# stays the default until a full 2-worker run passes twice (see the suite-speed notes).
+# loadgroup: tests marked xdist_group(name) share one worker.
+WORKERS ?= 0
+XDIST := -n $(WORKERS) --dist loadgroup
 
 .PHONY: bench-tools screenshots docs install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
 
@@ -41,18 +47,18 @@ docs: $(STAMP)  ## the reference site (MkDocs Material) into site/, strict: any 
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
 test: $(STAMP)  ## the whole suite
-	@$(PYTEST) tests; status=$$?; \
+	@$(PYTEST) $(XDIST) tests; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; \
 	exit $$status
 
 test-unit: $(STAMP)
-	$(PYTEST) tests/unit
+	$(PYTEST) $(XDIST) tests/unit
 
 test-integration: $(STAMP)
-	$(PYTEST) tests/integration
+	$(PYTEST) $(XDIST) tests/integration
 
 test-e2e: $(STAMP)
-	$(PYTEST) tests/e2e
+	$(PYTEST) $(XDIST) tests/e2e
 
 # mypy cannot follow setuptools' editable import hook, and the import name `convlog`
 # maps to three folders; so it checks a tree of symlinks laid out as the installed

@@ -12,6 +12,9 @@ written by another schema version is rebuilt rather than migrated.
 Locking: DuckDB allows one read-write process per file, and a host process may be
 running. So the file is opened only for the duration of one catch-up or query, and a
 conflicting lock is waited for (up to `lock_timeout`) instead of failing at once.
+A process keeps the file open across back-to-back uses for at most `HOLD_AT_MOST`
+seconds, then lets go for a moment, so a host that queries without pause cannot
+starve another process of it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ from convlog.storage.errors import CorruptEvent, StorageError
 
 APPLICATION = "convlog"
 VIEWS_FORMAT = 7  # bump when rows change meaning without a table change: forces a rebuild
+HOLD_AT_MOST = 2.0
+"""Seconds a process keeps the views file open across back-to-back uses (see connect)."""
+HANDOVER_GAP = 0.1
+WAIT_POLL = 0.02
+"""A waiter for the file's lock retries this often at most: within a holder's gap."""
 BATCH = 100_000  # bigger batches measured 1.4-1.7x faster than 20k; ~30 MB staged
 PROGRESS_THRESHOLD = 50_000
 STAGE = "convlog_stage"  # the scratch in-memory database batches are staged in
@@ -91,6 +99,7 @@ class ViewStore(TrackingRecorder):
         self._idle: duckdb.DuckDBPyConnection | None = None
         self._closer: threading.Timer | None = None
         self.keep_open = keep_open
+        self._held_since = 0.0  # when the file was opened by this process (monotonic)
         # A connection kept open for reuse must not outlive the interpreter unclosed.
         atexit.register(_close_at_exit, weakref.ref(self))
         self._lock = threading.RLock()  # one user of the file per process at a time
@@ -122,8 +131,18 @@ class ViewStore(TrackingRecorder):
             if self._closer is not None:
                 self._closer.cancel()
                 self._closer = None
-            con = self._idle or self._open_file()
+            con = self._idle
             self._idle = None
+            if con is not None and time.monotonic() - self._held_since > HOLD_AT_MOST:
+                # A host using the views without pause would otherwise keep the file
+                # for ever and another process (the CLI) would wait in vain: let go,
+                # and leave a gap longer than a waiter's poll before taking it again.
+                con.close()
+                con = None
+                time.sleep(HANDOVER_GAP)
+            if con is None:
+                con = self._open_file()
+                self._held_since = time.monotonic()
             healthy = False
             try:
                 self._ensure_schema(con)
@@ -165,7 +184,7 @@ class ViewStore(TrackingRecorder):
                         f"the views database {self.path} stayed locked by another process "
                         f"for {self.lock_timeout:g}s: {exc}") from None
                 time.sleep(delay)
-                delay = min(delay * 2, 0.25)
+                delay = min(delay * 2, WAIT_POLL)
             except duckdb.Error as exc:
                 raise StorageError(f"cannot open the views database {self.path}: {exc}"
                                    ) from None

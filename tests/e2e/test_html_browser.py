@@ -1,8 +1,9 @@
 """The HTML pages in a real browser: Playwright driving Debian's Chromium.
 
-Chromium is installed by the set-up when it is missing (Debian's package, as root);
-where it cannot be, these tests are skipped with the reason. Each page is opened from
-a file: URL with every request recorded, so "no network" is checked, not assumed.
+Chromium is installed by the set-up when it is missing (Debian's package, as root; one
+test worker at a time, under a file lock); where it cannot be, these tests are skipped
+with the reason. Each page is opened from a file: URL with every request recorded, so
+"no network" is checked, not assumed.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import io
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 import convlog
 from convlog.html import write_conversation_page, write_report
@@ -32,9 +35,11 @@ def chromium() -> str:
         return found
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for command in (["apt-get", "update", "-qq"],
-                        ["apt-get", "install", "-y", "-qq", "chromium"]):
-            subprocess.run(command, env=env, capture_output=True, timeout=600)
+        with FileLock(Path(tempfile.gettempdir()) / "convlog-tests-apt-chromium.lock"):
+            if not shutil.which("chromium"):  # another worker may have installed it
+                for command in (["apt-get", "update", "-qq"],
+                                ["apt-get", "install", "-y", "-qq", "chromium"]):
+                    subprocess.run(command, env=env, capture_output=True, timeout=600)
         found = shutil.which("chromium")
     if not found:
         pytest.skip("Chromium is not installed and could not be (needs root and apt-get: "

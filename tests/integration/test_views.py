@@ -287,3 +287,41 @@ def test_the_cli_works_while_a_host_process_writes(sqlite_url: str) -> None:
         live = [r for r in log.sessions() if r.key == "live"]
     assert [r.message_count for r in live] == [300]
     assert seen, "the CLI never ran while the host was writing"
+
+
+BUSY_HOST = textwrap.dedent("""
+    import sys, time, convlog
+    with convlog.open(sys.argv[1]) as log:
+        print("ready", flush=True)
+        end = time.monotonic() + float(sys.argv[2])
+        i = 0
+        while time.monotonic() < end:
+            log.append("busy", convlog.user(f"m{i}", id=f"m{i}"))
+            log.sessions()  # never a second without using the views
+            i += 1
+        print(i, flush=True)
+""")
+
+
+def test_a_host_using_the_views_without_pause_does_not_starve_the_cli(
+        sqlite_url: str) -> None:
+    """The views file is one read-write process at a time, and a host keeps it open
+    while it uses it. A host that queries the views without ever pausing for its
+    keep-open second must still let the CLI in well within its 10 s lock wait (it
+    held the file for its whole run, and the CLI failed)."""
+    fill(sqlite_url, conversations=1, turns=1)
+    host = subprocess.Popen([sys.executable, "-c", BUSY_HOST, sqlite_url, "14"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    exe = str(Path(sys.executable).parent / "convlog")
+    try:
+        assert host.stdout is not None and host.stdout.readline() == "ready\n"
+        time.sleep(1.0)
+        run = subprocess.run([exe, "sessions", "--db", sqlite_url, "--json"],
+                             capture_output=True, text=True, timeout=60)
+        still_busy = host.poll() is None
+    finally:
+        out, err = host.communicate(timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert still_busy, "the host stopped before the CLI ran: nothing was tested"
+    assert host.returncode == 0, err
+    assert int(out.split()[-1]) > 0
