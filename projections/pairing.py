@@ -24,7 +24,7 @@ decoding anything twice) and renders the plan (`Plan.steps`) in its own item typ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, get_args
 
 import msgspec
@@ -250,11 +250,12 @@ def message_tools(event: MessageAppended) -> Tools:
     return Tools(calls=tuple(calls), results=tuple(results), other=other)
 
 
-def well_paired(items: Sequence[Tools]) -> bool:
+def well_paired(items: Iterable[Tools]) -> bool:
     """`check_pairs(items) == []`, in one lean pass and without the sentences. A
     well-paired history is what a read almost always finds; `pair` (and callers that
     need no plan) then hand it back as it is without planning anything (issue 30:
-    planning nothing was 40% of reading a long history)."""
+    planning nothing was 40% of reading a long history). One pass over any iterable:
+    items described on the fly are never all alive at once (fewer GC collections)."""
     pending: set[str] = set()
     seen: set[str] = set()
     answering = False

@@ -39,9 +39,11 @@ from convlog.domain.conversation import (
     StartConversation,
 )
 from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.events import ConversationStarted
 from convlog.domain.messages import Message
-from convlog.integrations.claude_entries import paired_entries, to_message
+from convlog.integrations.claude_entries import paired_entries, sound_entries, to_message
 from convlog.integrations.extras import require
+from convlog.projections.pair_causes import imported
 
 require("claude-agent-sdk", "claude_agent_sdk", "convlog.integrations.claude_agent_sdk")
 
@@ -127,18 +129,19 @@ class ConvlogSessionStore:
     def _append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """One write; the epoch (see `_messages`) is read from the state being written
         to, inside the write, rather than by a query of its own before it (issue 30)."""
-        batches: dict[int, list[Command]] = {}
+        batches: dict[int, AppendMessages] = {}
 
         def commands(state: Conversation, fresh: bool) -> list[Command]:
             epoch = state.epoch if state.started else 0
             if epoch not in batches:  # built once, unless a retry meets a new epoch
-                batches[epoch] = [
-                    StartConversation(channel=CHANNEL, user=self.user, agent=self.agent,
+                batches[epoch] = AppendMessages(messages=self._messages(entries, epoch))
+            if state.started and (self.user is None or self.user == state.user):
+                return [batches[epoch]]  # the start would decide nothing (issue 30)
+            return [StartConversation(channel=CHANNEL, user=self.user, agent=self.agent,
                                       workspace=key["project_key"],
                                       metadata={k: v for k, v in key.items()
                                                 if isinstance(v, str)}),
-                    AppendMessages(messages=self._messages(entries, epoch))]
-            return batches[epoch]
+                    batches[epoch]]
 
         self.log.writer.decide(conversation_key(key), commands)
 
@@ -160,13 +163,27 @@ class ConvlogSessionStore:
         return messages
 
     def _load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        target = conversation_key(key)
         try:
-            # read lean (issue 30): an entry's row is decoded to its id, the entry and
-            # what pairing reads, not to a whole message (usage, tokens, times)
-            messages = self.log.live_items(conversation_key(key))
+            # read lean (issue 30): an entry's row is decoded to its id and the entry,
+            # not to a whole message (content, usage, tokens, times); a well-paired
+            # transcript (the usual one) is handed back as it is
+            sound = sound_entries(self.log.live_items(target, raw_only=True))
+            if sound is not None:
+                return sound or None  # type: ignore[return-value]
+            # some tool_use/tool_result to repair: read again, whole, what pairing and
+            # the causes of a lost result read (the texts near a lost call, which a
+            # lean RawItem skips; that read is the answer)
+            messages = self.log.live_messages(target)
         except UnknownConversation:
             return None
-        entries = paired_entries(messages)  # tool_use/tool_result in pairs (issue 28)
+
+        def was_imported() -> bool:  # one indexed read, only when a result is lost
+            start = next((r.event for r in self.log.events(target, upto=1)), None)
+            return isinstance(start, ConversationStarted) and imported(start)
+
+        # tool_use/tool_result in pairs, a lost result saying why (issue 28)
+        entries = paired_entries(messages, imported=was_imported)
         return entries or None  # type: ignore[return-value]
 
     def _catalog(self, project_key: str) -> list[tuple[list[str], datetime | None]]:

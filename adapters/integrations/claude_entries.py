@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -24,9 +24,10 @@ from convlog.domain.content import AnyPart, Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
-from convlog.projections.pairing import Keep, Lost, check_pairs, pair
+from convlog.projections.pair_causes import lost_causes
+from convlog.projections.pairing import Keep, Lost, Tools, pair, well_paired
 from convlog.services.anthropic_blocks import Block, to_part
-from convlog.services.items import RawItem, items_tools
+from convlog.services.items import RawEntry, RawItem, items_tools
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode
@@ -84,21 +85,85 @@ def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None =
                    response_id=body.get("id") if isinstance(body.get("id"), str) else None)
 
 
-def paired_entries(messages: Sequence[MessageAppended | RawItem]) -> list[dict[str, Any]]:
+_TEXT, _NEUTRAL = Tools(), Tools(other=False)
+_SPEAKERS = frozenset(("user", "assistant"))
+
+
+def entry_tools(entry: dict[str, Any]) -> Tools:
+    """What pairing needs of one stored entry (plain JSON, as `to_message` copied
+    it), read from the entry itself: what `message_tools` says of the readable
+    message `to_message` built from it (the same blocks count: text and images,
+    tool_use with an id and a name, tool_result with the id it answers; thinking and
+    server tools' blocks are neutral), without decoding that readable copy (issue 30).
+    Exact types (`type(x) is dict`), not ABC checks: this runs once per entry."""
+    body = entry.get("message")
+    if type(body) is not dict or entry.get("type") not in _SPEAKERS:
+        return _NEUTRAL
+    content = body.get("content", "")
+    shape = type(content)
+    if shape is str:
+        return _TEXT if content else _NEUTRAL
+    if shape is not list:
+        return _NEUTRAL
+    calls: list[tuple[str, str]] = []
+    results: list[str] = []
+    other = False
+    for block in content:
+        if type(block) is not dict:
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            other = other or type(block.get("text")) is str
+        elif kind == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            if call_id and name and type(call_id) is str and type(name) is str:
+                calls.append((call_id, name))
+        elif kind == "tool_result":
+            answered = block.get("tool_use_id")
+            if answered and type(answered) is str:
+                results.append(answered)
+        elif kind == "image":
+            other = other or type(block.get("source")) is dict
+    if not calls and not results:
+        return _TEXT if other else _NEUTRAL
+    return Tools(calls=tuple(calls), results=tuple(results), other=other)
+
+
+def sound_entries(messages: Sequence[MessageAppended | RawItem | RawEntry]
+                  ) -> list[dict[str, Any]] | None:
+    """The stored entries when they are already well paired (what `load` almost
+    always finds), judged from the entries alone (`entry_tools`); None when some
+    tool_use or tool_result needs `paired_entries`' repair."""
+    raws = [m.raw for m in messages if m.raw is not None]
+    # described on the fly: a 100k-entry load then keeps no Tools alive, which was
+    # a fifth more garbage collections than the reference store's load (issue 30)
+    return raws if well_paired(map(entry_tools, raws)) else None
+
+
+def paired_entries(messages: Sequence[MessageAppended | RawItem],
+                   imported: bool | Callable[[], bool] = False) -> list[dict[str, Any]]:
     """The stored entries for the SDK to resume from, tool_use and tool_result in
     pairs (issue 28; the rule is convlog.projections.pairing). A tool_use without
     result gets a synthetic user entry answering it (chained after its call, and the
-    call's next entry re-chained after it); a tool_result without tool_use is taken
-    out of its entry (an entry left empty is dropped, its children re-chained to its
-    parent). A well-paired transcript comes back exactly as appended: what `load`
-    almost always finds, so it is checked in one lean pass and handed back as it is
-    (issue 30: planning and re-chaining every entry of a sound transcript was a third
-    of `load`)."""
+    call's next entry re-chained after it) that says why the result is missing
+    (convlog.projections.pair_causes: the turn was cancelled, the transcript was
+    imported (`imported`, asked only then), else the process died); a tool_result
+    without tool_use is taken out of its entry (an entry left empty is dropped, its
+    children re-chained to its parent). A well-paired transcript comes back exactly
+    as appended: what `load` almost always finds, so it is checked in one lean pass
+    and handed back as it is (issue 30: planning and re-chaining every entry of a
+    sound transcript was a third of `load`). A lost result's cause reads the texts
+    near its call (``[Request interrupted by user...]``), which a `RawItem` does not
+    hold: pass whole messages when a repair is expected (`load` does)."""
     kept = [m for m in messages if m.raw is not None]
     tools = items_tools(kept)
-    if not check_pairs(tools):
+    if well_paired(tools):
         return [m.raw for m in kept]  # type: ignore[misc]  # not None: kept
     plan = pair(tools)
+    if any(r.kind == "synthesized" for r in plan.repairs):  # why, read only now
+        causes, missing = lost_causes(kept, tools=tools,  # type: ignore[arg-type]
+                                      imported=imported)
+        plan = pair(tools, causes=causes, missing=missing)
     redirect: dict[str, Any] = {}  # uuid -> the uuid its children now hang from
     out: list[dict[str, Any]] = []
     shown = {s.index for s in plan.steps if isinstance(s, Keep)}

@@ -31,8 +31,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import convlog
 from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import UnknownConversation
+from convlog.domain.events import ConversationStarted
 from convlog.integrations.extras import require
 from convlog.integrations.openai_items import from_message, paired_items, to_message
+from convlog.projections.pair_causes import imported
+from convlog.services.items import retracted_since
 
 require("openai-agents", "agents", "convlog.integrations.openai_agents")
 
@@ -144,7 +147,20 @@ class ConvlogSession:
         except UnknownConversation:
             return []
         # RawItem has every field pairing and from_message read (see its docstring)
-        return paired_items(found, last)  # type: ignore[arg-type,return-value]
+        return paired_items(found, last, retracted=self._retracted,  # type: ignore[arg-type]
+                            imported=self._imported)  # type: ignore[return-value]
+
+    def _retracted(self, since: str) -> list[Any]:
+        """The messages retracted since message `since` (an output `pop_item` took
+        back): read only when some output is lost, to say why."""
+        return retracted_since(self.log.store, self.key, since)
+
+    def _imported(self) -> bool:
+        """Whether the conversation came from an importer (one read of its start),
+        asked only when some output is lost."""
+        start = self.log.events(self.key, upto=1)
+        return bool(start) and isinstance(start[0].event, ConversationStarted) and imported(
+            start[0].event)
 
     def _add_items(self, items: Sequence[TResponseInputItem],
                    usage: convlog.Usage | None) -> None:

@@ -11,7 +11,7 @@ calls, references) become messages with empty content, which contexts skip.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from convlog.domain.content import (
@@ -26,7 +26,17 @@ from convlog.domain.content import (
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
-from convlog.projections.pairing import Lost, pair, well_paired
+from convlog.integrations.openai_nearest import nearest_items
+from convlog.projections.pair_causes import lost_causes
+from convlog.projections.pairing import (
+    Cause,
+    Lost,
+    Tools,
+    lost_text,
+    message_tools,
+    pair,
+    well_paired,
+)
 from convlog.services.items import items_tools
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
@@ -118,35 +128,86 @@ def from_message(message: MessageAppended) -> dict[str, Any]:
     return {"role": message.role, "content": text}
 
 
-def paired_items(messages: Sequence[MessageAppended], limit: int | None = None
-                 ) -> list[dict[str, Any]]:
+def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, *,
+                 retracted: Callable[[str], Iterable[MessageAppended]] | None = None,
+                 imported: bool | Callable[[], bool] = False) -> list[dict[str, Any]]:
     """The session's items for a model, calls and outputs in pairs (issue 28; the
     rule is convlog.projections.pairing): a call whose output is missing is followed
-    by a synthetic output saying it was lost, an output without call is left out.
-    `limit` (the messages are then the newest ones): at most that many items, and an
-    output whose call the limit cut off is left out too. A well-paired history (the
-    usual one) is handed back as it is, without planning (issue 30)."""
+    by a synthetic output saying it was lost and why, an output without call is left
+    out. `limit` (the messages are then the newest ones): at most that many items,
+    and an output whose call the limit cut off is left out too. A message another
+    host wrote (no `raw`) becomes its nearest items (convlog.integrations.
+    openai_nearest). A well-paired history of SDK items (the usual one) is handed
+    back as it is, without planning (issue 30).
+
+    Why an output is lost is read only then (convlog.projections.pair_causes):
+    `retracted(message_id)` gives the messages retracted since that message was
+    stored (an output `pop_item` removed), `imported` whether the conversation
+    came from an importer."""
     tools = items_tools(messages)
-    if (limit is None or len(messages) <= limit) and well_paired(tools):
-        return [m.raw if m.raw is not None else from_message(m) for m in messages]
+    foreign: list[MessageAppended] = []
+    items = [m.raw if m.raw is not None else _plain(m, foreign) for m in messages]
+    steps_tools, owner = tools, None
+    if foreign:  # another host's tool messages: their nearest items, paired as such
+        items, steps_tools, owner = _expand(messages, tools)
+    if (limit is None or len(items) <= limit) and well_paired(steps_tools):
+        return items
+    orphan: Cause = "budget" if limit is not None else "no_call"
     start = 0
     while True:
-        plan = pair(tools[start:] if start else tools,
-                    orphan="budget" if limit is not None else "no_call")
+        plan = pair(steps_tools[start:] if start else steps_tools, orphan=orphan)
         if limit is None or len(plan.steps) <= limit:
             break
         start += len(plan.steps) - limit  # synthetic outputs made it longer: cut more
+    causes: Mapping[str, Cause] = {}
+    missing: Cause = "process_died"
+    lost = [start + r.index for r in plan.repairs if r.kind == "synthesized"]
+    if lost:  # the repair path only: say why, reading the log if need be
+        since = messages[min(owner[i] for i in lost) if owner else min(lost)].message_id
+        causes, missing = lost_causes(messages, tools=tools, imported=imported,
+                                      retracted=retracted(since) if retracted else ())
     kinds: dict[str, str] = {}
     out: list[dict[str, Any]] = []
     for step in plan.steps:
         if isinstance(step, Lost):
             kind = kinds.get(step.call_id, "function_call")
+            cause = causes.get(step.call_id, missing)
             out.append({"type": f"{kind}_output", "call_id": step.call_id,
-                        "output": step.text})
+                        "output": lost_text(cause, step.name)})
             continue
-        message = messages[start + step.index]
-        item = from_message(message)
-        if message.tool_calls and isinstance(item.get("type"), str):
-            kinds[message.tool_calls[0].id] = item["type"]
+        item = items[start + step.index]
+        for call_id, _ in steps_tools[start + step.index].calls:
+            kinds[call_id] = str(item.get("type", "function_call"))
         out.append(item)
     return out
+
+
+def _plain(message: MessageAppended, foreign: list[MessageAppended]) -> dict[str, Any]:
+    """`from_message` of a message without `raw`, noting in `foreign` one that holds
+    tool calls or results (it needs `_expand`). Called only for such messages, so
+    a history of SDK items pays nothing for it."""
+    if message.role == "tool" or message.tool_calls or not isinstance(message.content, str):
+        tools = message_tools(message)
+        if message.role == "tool" or tools.calls or tools.results:
+            foreign.append(message)
+    return from_message(message)
+
+
+def _expand(messages: Sequence[MessageAppended], tools: Sequence[Tools]
+            ) -> tuple[list[dict[str, Any]], list[Tools], list[int]]:
+    """(items, what pairing sees of each, the message each comes from): a message
+    without `raw` holding tool calls or results becomes its nearest items."""
+    items: list[dict[str, Any]] = []
+    seen: list[Tools] = []
+    owner: list[int] = []
+    for i, (message, tool) in enumerate(zip(messages, tools, strict=True)):
+        if message.raw is None and (message.role == "tool" or tool.calls or tool.results):
+            for item, its in nearest_items(message):
+                items.append(item)
+                seen.append(its)
+                owner.append(i)
+            continue
+        items.append(message.raw if message.raw is not None else from_message(message))
+        seen.append(tool)
+        owner.append(i)
+    return items, seen, owner

@@ -24,7 +24,7 @@ from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
-from convlog.services.items import RawItem
+from convlog.services.items import RawEntry, RawItem
 from convlog.services.log import ConversationLog
 from convlog.services.memory import MemoryBlock
 from convlog.services.options import LogOptions
@@ -115,9 +115,10 @@ class AsyncConversationLog:
                             ) -> list[MessageAppended]:
         return await asyncio.to_thread(self.sync.live_messages, key, last=last)
 
-    async def live_items(self, key: str, *, last: int | None = None
-                         ) -> list[MessageAppended | RawItem]:
-        return await asyncio.to_thread(self.sync.live_items, key, last=last)
+    async def live_items(self, key: str, *, last: int | None = None, raw_only: bool = False
+                         ) -> list[MessageAppended | RawItem | RawEntry]:
+        return await asyncio.to_thread(self.sync.live_items, key, last=last,
+                                       raw_only=raw_only)
 
     async def state(self, key: str) -> Conversation:
         return await asyncio.to_thread(self.sync.state, key)

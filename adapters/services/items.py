@@ -20,10 +20,13 @@ from convlog.domain.events import ConversationCleared, MessageAppended, MessageR
 from convlog.projections.pairing import Tools, message_tools
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
+from convlog.storage.mapper import all_topics
 from convlog.storage.raw_items import ImageRef, TextRef, ThinkingRef, ToolResultRef, ToolUseRef
+from convlog.storage.raw_items import RawEntry as RawEntry
 from convlog.storage.raw_items import RawItem as RawItem
 
 PAGE = 128
+_UNDO_TOPICS = [*all_topics(MessageRetracted), *all_topics(ConversationCleared)]
 
 
 def _newest_first(store: ConversationStore, state: Conversation, page: int
@@ -67,8 +70,8 @@ def live_messages(store: ConversationStore, state: Conversation, last: int | Non
     return found[::-1]
 
 
-def live_items(store: ConversationStore, key: str, last: int | None = None
-               ) -> list[MessageAppended | RawItem]:
+def live_items(store: ConversationStore, key: str, last: int | None = None,
+               raw_only: bool = False) -> list[MessageAppended | RawItem | RawEntry]:
     """`live_messages` for SDK session stores: the same choice of live messages, but a
     message carrying an SDK item comes back as a `RawItem` (its id and the item),
     decoded without the rest of the message (issue 30: the full decode was two thirds
@@ -78,12 +81,14 @@ def live_items(store: ConversationStore, key: str, last: int | None = None
     `get_items(limit=20)`): the epoch is found in the rows themselves, whose walk
     stops at (or restarts after) the newest `conversation_cleared`. Reading starts
     after the epoch start this process last saw, which is safe because epochs only
-    move forward. Raises UnknownConversation when nothing was ever recorded."""
+    move forward. Raises UnknownConversation when nothing was ever recorded.
+    `raw_only`: `RawEntry`s (id and item, no readable content) for the messages
+    carrying an SDK item (a Claude transcript entry holds what pairing reads)."""
     cid = conversation_id(key)
     floor = store.epoch_floor(cid)
     after = floor or None
     if last is None:
-        events = store.item_events(cid, after=after)
+        events = store.item_events(cid, after=after, raw_only=raw_only)
         if not events and not floor:
             raise UnknownConversation(key)
         return _live(events)
@@ -91,16 +96,17 @@ def live_items(store: ConversationStore, key: str, last: int | None = None
         if not floor and not store.item_rows(cid, desc=True, limit=1):
             raise UnknownConversation(key)
         return []
-    found: list[MessageAppended | RawItem] = []
+    found: list[MessageAppended | RawItem | RawEntry] = []
     seen: set[str] = set()
     upto: int | None = None
     page = min(PAGE, last)  # the usual tail is all live messages: read just those
     while True:
-        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page)
+        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page,
+                               raw_only=raw_only)
         if not rows and upto is None and not floor:
             raise UnknownConversation(key)
         for _, event in rows:
-            if type(event) is RawItem or isinstance(event, MessageAppended):
+            if type(event) in _ITEMS or isinstance(event, MessageAppended):
                 if event.message_id not in seen:
                     found.append(event)
                     if len(found) >= last:
@@ -115,14 +121,51 @@ def live_items(store: ConversationStore, key: str, last: int | None = None
         page = min(PAGE, 2 * (last - len(found)) + 8)  # retractions hide rows: read ahead
 
 
-def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem]:
+def retracted_since(store: ConversationStore, key: str, since: str
+                    ) -> list[MessageAppended | RawItem]:
+    """The messages of the current epoch retracted after message `since` was stored
+    (newest first; messages carrying an SDK item as `RawItem`s): why a tool output
+    is missing when an SDK's `pop_item` took it back (convlog.projections.
+    pair_causes). Walks the conversation backwards from its newest row to that
+    message, so it reads about as many rows as the history after it; first one
+    indexed look at the newest retraction or clear, so an epoch without any
+    retraction (a process that died mid-tool) reads nothing more."""
+    cid = conversation_id(key)
+    newest = store.last_of(cid, _UNDO_TOPICS, 1)
+    if not newest or not isinstance(newest[0].event, MessageRetracted):
+        return []
+    after = store.epoch_floor(cid) or None
+    ids: set[str] = set()
+    found: list[MessageAppended | RawItem] = []
+    upto: int | None = None
+    while True:
+        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=PAGE)
+        for _, event in rows:
+            if isinstance(event, MessageRetracted):
+                ids.add(event.message_id)
+            elif type(event) is RawItem or isinstance(event, MessageAppended):
+                if event.message_id in ids:
+                    found.append(event)
+                if event.message_id == since:
+                    return found
+            elif isinstance(event, ConversationCleared):
+                return found
+        if len(rows) < PAGE:
+            return found
+        upto = rows[-1][0] - 1
+
+
+_ITEMS = (RawItem, RawEntry)
+
+
+def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem | RawEntry]:
     """The live messages among `events` (oldest first): those after the newest clear,
     without the retracted ones."""
-    kept: list[MessageAppended | RawItem] = []
+    kept: list[MessageAppended | RawItem | RawEntry] = []
     retracted: set[str] = set()
     append = kept.append
     for event in events:
-        if type(event) is RawItem or isinstance(event, MessageAppended):
+        if type(event) in _ITEMS or isinstance(event, MessageAppended):
             append(event)
         elif isinstance(event, MessageRetracted):
             retracted.add(event.message_id)

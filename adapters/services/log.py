@@ -74,7 +74,7 @@ from convlog.services.tiers import resume
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
-from convlog.storage.mapper import RawItem
+from convlog.storage.mapper import RawEntry, RawItem
 from convlog.storage.urls import StorageConfig, parse_url
 from convlog.views.analytics import Analytics, CatalogRow
 
@@ -385,13 +385,14 @@ class ConversationLog(CatalogQueries):
             raise InvalidInput("last cannot be negative", field="last")
         return items.live_messages(self._store, self.state(key), last)
 
-    def live_items(self, key: str, *, last: int | None = None
-                   ) -> list[MessageAppended | RawItem]:
+    def live_items(self, key: str, *, last: int | None = None, raw_only: bool = False
+                   ) -> list[MessageAppended | RawItem | RawEntry]:
         """`live_messages` for SDK session stores: a message that keeps an SDK item
-        comes back as a `RawItem` (id + item) without decoding the rest (issue 30)."""
+        comes back as a `RawItem` (id + item + what pairing reads), or with
+        `raw_only` as a `RawEntry` (id + item), without decoding the rest (issue 30)."""
         if last is not None and last < 0:
             raise InvalidInput("last cannot be negative", field="last")
-        return items.live_items(self._store, check_key(key), last)
+        return items.live_items(self._store, check_key(key), last, raw_only)
 
     def transcript(self, key: str) -> list[TranscriptLine]:
         return transcript(self.events(key))

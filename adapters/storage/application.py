@@ -291,26 +291,28 @@ class ConversationStore(Application[UUID]):
 
     @storage_errors
     def item_rows(self, conversation: UUID, *, after: int | None = None,
-                  upto: int | None = None, desc: bool = False, limit: int | None = None
-                  ) -> list[tuple[int, Any]]:
+                  upto: int | None = None, desc: bool = False, limit: int | None = None,
+                  raw_only: bool = False) -> list[tuple[int, Any]]:
         """(version, event) like `recorded`, for SDK session stores: messages that
         carry an SDK item come back as `RawItem`s (see `MsgspecMapper.decode_item`),
         everything else as its event. The rows are read straight from the recorder:
-        no envelope per row."""
+        no envelope per row. `raw_only`: `RawEntry`s (id and item only) instead."""
         return self.codec.decode_items(conversation, self._rows(
-            conversation, after=after, upto=upto, desc=desc, limit=limit))
+            conversation, after=after, upto=upto, desc=desc, limit=limit), raw_only)
 
     @storage_errors
-    def item_events(self, conversation: UUID, *, after: int | None = None) -> list[Any]:
+    def item_events(self, conversation: UUID, *, after: int | None = None,
+                    raw_only: bool = False) -> list[Any]:
         """The events of `item_rows` for the whole stream after `after`, oldest first
         and without their versions (a whole session's `get_items()`, issue 30). On
         SQLite they are decoded as they are read, 1,000 rows at a time."""
         select_decoded = getattr(self.recorder, "select_decoded", None)
         if select_decoded is not None:
             return select_decoded(  # type: ignore[no-any-return]
-                conversation, functools.partial(self.codec.decode_events, conversation),
-                gt=after)
-        return self.codec.decode_events(conversation, self._rows(conversation, after=after))
+                conversation, functools.partial(self.codec.decode_events, conversation,
+                                                raw_only=raw_only), gt=after)
+        return self.codec.decode_events(conversation, self._rows(conversation, after=after),
+                                        raw_only)
 
     def _rows(self, conversation: UUID, *, after: int | None = None,
               upto: int | None = None, desc: bool = False, limit: int | None = None

@@ -7,7 +7,8 @@ its content holds. The texts themselves (the content is stored beside `raw`, so
 every row holds its words twice) are skipped unparsed into Python: decoding them was
 a third of `get_items()` at 10k items (issue 30). Decoding only, no stored format:
 the structs below read the same JSON `MessageAppended` writes, and `RawItem` is what
-`ConversationLog.live_items` hands back (convlog.services.items.item_tools reads it).
+`ConversationLog.live_items` hands back (convlog.services.items.item_tools reads it);
+`RawEntry` what it hands back with `raw_only=True` (the Claude store's `load`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,16 @@ class RawItem(msgspec.Struct, frozen=True, gc=False):
     else its parts' kinds."""
     tool_calls: tuple[CallRef, ...] = ()
     tool_call_id: str | None = None
+    raw: dict[str, Any] | None = None
+
+
+class RawEntry(msgspec.Struct, frozen=True, gc=False):
+    """A `message_appended` row decoded to its id and SDK item (`raw`) only: for a
+    store whose items say themselves what pairing needs (a Claude transcript entry
+    holds its tool_use/tool_result blocks), decoding the readable copy beside the
+    item too was a fifth of a whole-session `load` (issue 30)."""
+
+    message_id: str
     raw: dict[str, Any] | None = None
 
 

@@ -125,3 +125,41 @@ def test_a_context_gives_no_line_to_a_message_with_nothing_to_read(
                       convlog.assistant("hi")])
     context = conv.context()
     assert context.message_count == 2 and context.omitted == 0
+
+
+def test_retracted_since_finds_what_was_popped_after_a_message(
+        log: convlog.ConversationLog) -> None:
+    from convlog.services.items import retracted_since
+
+    conv = log.conversation("since")
+    conv.append_turn([convlog.user("old")])
+    conv.retract_last()  # before the clear: another epoch
+    conv.clear()
+    conv.append_turn([convlog.user(t) for t in ("a", "b", "c")])
+    conv.retract_last()  # c
+    conv.append_turn([convlog.user(f"n{i}") for i in range(150)])  # more than a page
+    for _ in range(150):
+        conv.retract_last()
+    a, b = conv.live_messages()
+    assert texts(retracted_since(log.store, "since", b.message_id))[-1:] == ["c"]  # type: ignore[arg-type]
+    assert len(retracted_since(log.store, "since", b.message_id)) == 151
+    assert texts(retracted_since(log.store, "since", a.message_id))[-1:] == ["c"]  # type: ignore[arg-type]
+    conv.retract_last()  # b: retracted after itself, so found walking back to it
+    assert [m.message_id for m in retracted_since(log.store, "since", b.message_id)][-1] == (
+        b.message_id)
+    assert "old" not in texts(retracted_since(log.store, "since", "nowhere"))  # type: ignore[arg-type]
+
+
+def test_retracted_since_is_empty_without_a_retraction_in_the_epoch(
+        log: convlog.ConversationLog) -> None:
+    from convlog.services.items import retracted_since
+
+    conv = log.conversation("none-retracted")
+    conv.append_turn([convlog.user("a"), convlog.user("b")])
+    (a, _) = conv.live_messages()
+    assert retracted_since(log.store, "none-retracted", a.message_id) == []
+    conv.retract_last()
+    conv.clear()  # the retraction belongs to the previous epoch
+    conv.append_turn([convlog.user("c")])
+    (c,) = conv.live_messages()
+    assert retracted_since(log.store, "none-retracted", c.message_id) == []

@@ -11,7 +11,7 @@ import pytest
 
 import convlog
 from convlog.domain.events import MessageAppended
-from convlog.services.items import RawItem
+from convlog.services.items import RawEntry, RawItem
 
 
 def item(n: int) -> dict[str, object]:
@@ -46,6 +46,10 @@ def test_live_items_choose_what_live_messages_choose(log: convlog.ConversationLo
     # an item's type and call id are there for list-level rules (tool-call pairing)
     assert all(isinstance(m, RawItem) for m in lean[:-1])
     assert isinstance(lean[-1], MessageAppended) and lean[-1].content == "plain"
+    # raw_only (the Claude store's load): the same choice, the item and its id only
+    bare = log.live_items("lean", last=last, raw_only=True)
+    assert [(m.message_id, m.raw) for m in bare] == [(m.message_id, m.raw) for m in full]
+    assert all(type(m) is RawEntry for m in bare[:-1]) and bare[-1] == lean[-1]
 
 
 def test_live_items_of_an_encrypted_store(tmp_path: Path,
@@ -60,6 +64,7 @@ def test_live_items_of_an_encrypted_store(tmp_path: Path,
         lean = log.live_items("lean")
         assert [m.raw for m in lean] == [m.raw for m in log.live_messages("lean")]
         assert lean[0].raw == item(5)
+        assert [m.raw for m in log.live_items("lean", raw_only=True)] == [m.raw for m in lean]
         for last in (1, 3, 20):
             assert [m.raw for m in log.live_items("lean", last=last)] == [
                 m.raw for m in log.live_messages("lean", last=last)]

@@ -177,6 +177,12 @@ _item_op = st.one_of(
     st.tuples(st.just("orphan")),
     st.tuples(st.just("pop")),
     st.tuples(st.just("clear")),
+    # another host's messages in the same conversation (no SDK item kept)
+    st.tuples(st.just("library"), st.sampled_from(["chat", "anthropic"]),
+              st.lists(st.sampled_from(["now", "late", "never", "twice"]), min_size=1,
+                       max_size=3)),
+    st.tuples(st.just("acp"), st.lists(st.booleans(), min_size=1, max_size=3),
+              st.sampled_from([None, "[turn cancelled]"])),
 )
 
 
@@ -190,9 +196,11 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
     import asyncio
 
     from convlog.integrations.openai_agents import ConvlogSession
+    from tests.sdks.openai_checks import chat_problems
 
     session = ConvlogSession(f"s{next(_keys)}", sqlite_log)
-    n = itertools.count()
+    writer = Writer(sqlite_log.conversation(session.key))
+    n = writer.n
     late: list[Any] = []  # the SDK's item types are TypedDicts: plain dicts here
 
     async def run() -> list[list[Any]]:
@@ -223,11 +231,18 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
                                           "call_id": f"c{next(n)}", "output": "x"}])
             elif op[0] == "pop":
                 await session.pop_item()
-            else:
+            elif op[0] == "clear":
                 await session.clear_session()
+            elif op[0] == "library":
+                writer.calls(op[1], op[2])
+            else:
+                writer.apply(op)
         if late:
             await session.add_items(late)
+        if writer.late:
+            writer.conv.append_turn(writer.late)
         return [await session.get_items(limit) for limit in [None, *limits]]
 
     for got in asyncio.run(run()):
         assert check_pairs([item_tools(i) for i in got]) == [], got
+        assert chat_problems(got) == [], got  # the SDK's own converter accepts it

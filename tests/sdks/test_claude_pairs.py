@@ -91,3 +91,75 @@ def test_a_tool_result_without_tool_use_is_left_out(tmp_path: Path) -> None:
 def test_a_well_paired_transcript_comes_back_exactly(tmp_path: Path) -> None:
     loaded, messages = chain(tmp_path, TRANSCRIPT)
     assert loaded == TRANSCRIPT and api_problems(messages) == []
+
+
+def lost_text_of(entry_: Any) -> str:
+    (block,) = blocks(entry_["message"])
+    assert block["type"] == "tool_result" and block["is_error"] is True
+    return str(block["content"])
+
+
+def test_a_lost_result_says_the_process_died_when_nothing_else_is_known(
+        tmp_path: Path) -> None:
+    loaded, _ = chain(tmp_path, TRANSCRIPT[:3])
+    assert "the process running the tool stopped" in lost_text_of(loaded[3])
+
+
+def test_a_lost_result_of_a_cancelled_turn_says_it_was_cancelled(tmp_path: Path) -> None:
+    """Claude Code records an interrupt as the next user entry; the synthetic result
+    names that cause (convlog.projections.pair_causes), not a dead process."""
+    stop = entry("u9", "user", {"role": "user", "content": [
+        {"type": "text", "text": "[Request interrupted by user for tool use]"}]}, "a2")
+    loaded, messages = chain(tmp_path, [*TRANSCRIPT[:3], stop])
+    assert loaded[3]["parentUuid"] == "a2" and loaded[4]["uuid"] == "u9"
+    assert "the turn was cancelled" in lost_text_of(loaded[3])
+    assert api_problems(messages) == []
+
+
+def test_a_lost_result_of_an_imported_transcript_says_so(tmp_path: Path) -> None:
+    """A conversation whose start names an importer (metadata ``source``) and whose
+    transcript stops after a tool_use: the result is missing in the import."""
+    from convlog.domain.conversation import StartConversation
+    from convlog.integrations.claude_agent_sdk import CHANNEL, conversation_key
+
+    async def go() -> list[Any]:
+        store = ConvlogSessionStore(f"sqlite:///{tmp_path / 'c.db'}")
+        try:
+            store.log.execute(conversation_key(KEY), [StartConversation(
+                channel=CHANNEL, workspace=KEY["project_key"],
+                metadata={"source": "claude-code"})])
+            await store.append(KEY, TRANSCRIPT[:3])
+            return await store.load(KEY) or []
+        finally:
+            store.close()
+    loaded = asyncio.run(go())
+    assert "the imported transcript does not contain it" in lost_text_of(loaded[3])
+
+
+def test_entry_tools_reads_the_entry_as_pairing_reads_its_readable_message() -> None:
+    """`load` judges a transcript's pairing from the entries alone (issue 30): the
+    same calls, results and text as the readable message stored beside each entry."""
+    from convlog.integrations.claude_entries import entry_tools, to_message
+    from convlog.projections.pairing import message_tools
+
+    def user(content: Any) -> Any:
+        return entry("x", "user", {"role": "user", "content": content})
+
+    def assistant(content: Any) -> Any:
+        return entry("x", "assistant", {"role": "assistant", "content": content})
+
+    image = {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}
+    cases = [*TRANSCRIPT, user(""), user("hi"), user(7), user([]), user(["text"]),
+             user([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                   {"type": "text", "text": "and"}]),
+             user([{"type": "tool_result", "tool_use_id": "", "content": "ok"}]),
+             user([image]), assistant([{"type": "thinking", "thinking": "hm"}]),
+             assistant([{"type": "tool_use", "id": "t1", "name": "Grep", "input": {}},
+                        {"type": "tool_use", "id": "t2", "name": "", "input": {}},
+                        {"type": "server_tool_use", "id": "s1", "name": "web_search"}]),
+             assistant([{"type": "redacted_thinking", "data": "x"}, {"type": "text"}]),
+             entry("x", "system"), entry("x", "user", "not a body"),
+             {"type": "summary", "summary": "s", "leafUuid": "x"}]
+    for case in cases:
+        readable: Any = to_message(case, "m")  # what was stored beside the entry
+        assert entry_tools(case) == message_tools(readable), case

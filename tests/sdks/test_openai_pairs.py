@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 agents = pytest.importorskip("agents")
-from agents.models.chatcmpl_converter import Converter  # noqa: E402
 
 from convlog.integrations.openai_agents import ConvlogSession  # noqa: E402
+from tests.sdks.openai_checks import chat_problems  # noqa: E402
 
 
 def user(text: str) -> dict[str, Any]:
@@ -35,31 +35,6 @@ def output(cid: str) -> dict[str, Any]:
 def answer(text: str) -> dict[str, Any]:
     return {"id": f"msg_{text}", "type": "message", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}]}
-
-
-def chat_problems(items: list[Any]) -> list[str]:
-    """Convert with the SDK's own converter, then check what the Chat Completions API
-    checks: an assistant message's tool calls are each answered by a tool message
-    before any other message, and a tool message answers an open call."""
-    messages = Converter.items_to_messages(items)
-    problems: list[str] = []
-    pending: set[str] = set()
-    for i, m in enumerate(messages):
-        role = m["role"]
-        if role == "tool":
-            cid = m["tool_call_id"]  # type: ignore[typeddict-item]
-            if cid not in pending:
-                problems.append(f"message {i}: tool result {cid} without an open call")
-            pending.discard(cid)
-            continue
-        if pending:
-            problems.append(f"message {i}: calls {sorted(pending)} unanswered")
-            pending = set()
-        for tc in m.get("tool_calls") or ():  # type: ignore[attr-defined]
-            pending.add(tc["id"])
-    if pending:
-        problems.append(f"end: calls {sorted(pending)} unanswered")
-    return problems
 
 
 @pytest.fixture
