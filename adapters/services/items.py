@@ -221,6 +221,15 @@ def item_tools(item: MessageAppended | RawItem) -> Tools:
     return Tools(calls=tuple(calls), results=tuple(results), other=other)
 
 
+def texts_skipped(item: MessageAppended | RawItem | RawEntry) -> bool:
+    """Whether `item` is a lean `RawItem` whose content held texts it did not decode
+    (a reader of those texts, such as convlog.projections.pair_causes, needs the
+    whole message)."""
+    if type(item) is not RawItem or type(item.content) is str:
+        return False
+    return any(type(part) is TextRef for part in item.content)
+
+
 def items_tools(items: Sequence[MessageAppended | RawItem]) -> list[Tools]:
     """`item_tools` of each item, in one loop: the usual item of a session (a
     `RawItem` without calls whose content is one string or one text part) is
