@@ -171,9 +171,10 @@ class ConvlogSessionStore:
             sound = sound_entries(self.log.live_items(target, raw_only=True))
             if sound is not None:
                 return sound or None  # type: ignore[return-value]
-            # some tool_use/tool_result to repair: read again what pairing and the
-            # causes of a lost result read (that read is the answer, whole)
-            messages = self.log.live_items(target)
+            # some tool_use/tool_result to repair: read again, whole, what pairing and
+            # the causes of a lost result read (the texts near a lost call, which a
+            # lean RawItem skips; that read is the answer)
+            messages = self.log.live_messages(target)
         except UnknownConversation:
             return None
 
@@ -182,8 +183,7 @@ class ConvlogSessionStore:
             return isinstance(start, ConversationStarted) and imported(start)
 
         # tool_use/tool_result in pairs, a lost result saying why (issue 28)
-        entries = paired_entries(messages,  # type: ignore[arg-type]  # no RawEntry here
-                                 imported=was_imported)
+        entries = paired_entries(messages, imported=was_imported)
         return entries or None  # type: ignore[return-value]
 
     def _catalog(self, project_key: str) -> list[tuple[list[str], datetime | None]]:

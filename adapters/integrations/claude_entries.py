@@ -25,9 +25,9 @@ from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
 from convlog.projections.pair_causes import lost_causes
-from convlog.projections.pairing import Keep, Lost, Tools, message_tools, pair, well_paired
+from convlog.projections.pairing import Keep, Lost, Tools, pair, well_paired
 from convlog.services.anthropic_blocks import Block, to_part
-from convlog.services.items import RawEntry, RawItem
+from convlog.services.items import RawEntry, RawItem, items_tools
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode
@@ -152,16 +152,13 @@ def paired_entries(messages: Sequence[MessageAppended | RawItem],
     children re-chained to its parent). A well-paired transcript comes back exactly
     as appended: what `load` almost always finds, so it is checked in one lean pass
     and handed back as it is (issue 30: planning and re-chaining every entry of a
-    sound transcript was a third of `load`)."""
-    raws: list[dict[str, Any]] = []
-    tools: list[Tools] = []
-    for m in messages:  # one pass: most entries share one of two constant Tools
-        if m.raw is not None:
-            raws.append(m.raw)
-            tools.append(message_tools(m))  # type: ignore[arg-type]  # RawItem: see it
-    if well_paired(tools):
-        return raws
+    sound transcript was a third of `load`). A lost result's cause reads the texts
+    near its call (``[Request interrupted by user...]``), which a `RawItem` does not
+    hold: pass whole messages when a repair is expected (`load` does)."""
     kept = [m for m in messages if m.raw is not None]
+    tools = items_tools(kept)
+    if well_paired(tools):
+        return [m.raw for m in kept]  # type: ignore[misc]  # not None: kept
     plan = pair(tools)
     if any(r.kind == "synthesized" for r in plan.repairs):  # why, read only now
         causes, missing = lost_causes(kept, tools=tools,  # type: ignore[arg-type]

@@ -148,7 +148,9 @@ class ConvlogSession:
             return []
         # RawItem has every field pairing and from_message read (see its docstring)
         return paired_items(found, last, retracted=self._retracted,  # type: ignore[arg-type]
-                            imported=self._imported)  # type: ignore[return-value]
+                            imported=self._imported,
+                            whole=lambda: self.log.live_messages(self.key, last=last)
+                            )  # type: ignore[return-value]
 
     def _retracted(self, since: str) -> list[Any]:
         """The messages retracted since message `since` (an output `pop_item` took

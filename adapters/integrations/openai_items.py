@@ -37,6 +37,7 @@ from convlog.projections.pairing import (
     pair,
     well_paired,
 )
+from convlog.services.items import items_tools, texts_skipped
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 
@@ -129,7 +130,9 @@ def from_message(message: MessageAppended) -> dict[str, Any]:
 
 def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, *,
                  retracted: Callable[[str], Iterable[MessageAppended]] | None = None,
-                 imported: bool | Callable[[], bool] = False) -> list[dict[str, Any]]:
+                 imported: bool | Callable[[], bool] = False,
+                 whole: Callable[[], Sequence[MessageAppended]] | None = None
+                 ) -> list[dict[str, Any]]:
     """The session's items for a model, calls and outputs in pairs (issue 28; the
     rule is convlog.projections.pairing): a call whose output is missing is followed
     by a synthetic output saying it was lost and why, an output without call is left
@@ -142,8 +145,9 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, 
     Why an output is lost is read only then (convlog.projections.pair_causes):
     `retracted(message_id)` gives the messages retracted since that message was
     stored (an output `pop_item` removed), `imported` whether the conversation
-    came from an importer."""
-    tools = [message_tools(m) for m in messages]
+    came from an importer, `whole()` the same messages decoded whole (asked only
+    when a cause reads a text that the lean read skipped)."""
+    tools = items_tools(messages)
     foreign: list[MessageAppended] = []
     items = [m.raw if m.raw is not None else _plain(m, foreign) for m in messages]
     steps_tools, owner = tools, None
@@ -162,8 +166,10 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, 
     missing: Cause = "process_died"
     lost = [start + r.index for r in plan.repairs if r.kind == "synthesized"]
     if lost:  # the repair path only: say why, reading the log if need be
-        since = messages[min(owner[i] for i in lost) if owner else min(lost)].message_id
-        causes, missing = lost_causes(messages, tools=tools, imported=imported,
+        calls = [owner[i] for i in lost] if owner else lost
+        since = messages[min(calls)].message_id
+        causes, missing = lost_causes(_told(messages, calls, whole), tools=tools,
+                                      imported=imported,
                                       retracted=retracted(since) if retracted else ())
     kinds: dict[str, str] = {}
     out: list[dict[str, Any]] = []
@@ -179,6 +185,23 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, 
             kinds[call_id] = str(item.get("type", "function_call"))
         out.append(item)
     return out
+
+
+def _told(messages: Sequence[MessageAppended], calls: Sequence[int],
+          whole: Callable[[], Sequence[MessageAppended]] | None
+          ) -> Sequence[MessageAppended]:
+    """The messages the causes read: a cause reads the texts of a lost call's message
+    and of the next one (`[Request interrupted by user...]`), which a lean SDK item
+    skips (convlog.services.items.texts_skipped); then, and only then, the messages
+    are read again whole (`whole`). Kept lean if that read is not the same messages
+    (a write in between)."""
+    near = {j for i in calls for j in (i, i + 1) if j < len(messages)}
+    if whole is None or not any(texts_skipped(messages[j]) for j in near):
+        return messages
+    full = whole()
+    if [m.message_id for m in full] != [m.message_id for m in messages]:
+        return messages
+    return full
 
 
 def _plain(message: MessageAppended, foreign: list[MessageAppended]) -> dict[str, Any]:

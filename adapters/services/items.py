@@ -17,11 +17,13 @@ from typing import Any
 from convlog.domain.conversation import Command, Conversation, Retract, conversation_id
 from convlog.domain.errors import UnknownConversation
 from convlog.domain.events import ConversationCleared, MessageAppended, MessageRetracted
+from convlog.projections.pairing import Tools, message_tools
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
-from convlog.storage.mapper import RawEntry as RawEntry
-from convlog.storage.mapper import RawItem as RawItem
 from convlog.storage.mapper import all_topics
+from convlog.storage.raw_items import ImageRef, TextRef, ThinkingRef, ToolResultRef, ToolUseRef
+from convlog.storage.raw_items import RawEntry as RawEntry
+from convlog.storage.raw_items import RawItem as RawItem
 
 PAGE = 128
 _UNDO_TOPICS = [*all_topics(MessageRetracted), *all_topics(ConversationCleared)]
@@ -86,10 +88,10 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
     floor = store.epoch_floor(cid)
     after = floor or None
     if last is None:
-        rows = store.item_rows(cid, after=after, raw_only=raw_only)
-        if not rows and not floor:
+        events = store.item_events(cid, after=after, raw_only=raw_only)
+        if not events and not floor:
             raise UnknownConversation(key)
-        return _live(rows)
+        return _live(events)
     if last == 0:
         if not floor and not store.item_rows(cid, desc=True, limit=1):
             raise UnknownConversation(key)
@@ -156,13 +158,13 @@ def retracted_since(store: ConversationStore, key: str, since: str
 _ITEMS = (RawItem, RawEntry)
 
 
-def _live(rows: Sequence[tuple[int, Any]]) -> list[MessageAppended | RawItem | RawEntry]:
-    """The live messages among `rows` (oldest first): those after the newest clear,
+def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem | RawEntry]:
+    """The live messages among `events` (oldest first): those after the newest clear,
     without the retracted ones."""
     kept: list[MessageAppended | RawItem | RawEntry] = []
     retracted: set[str] = set()
     append = kept.append
-    for _, event in rows:
+    for event in events:
         if type(event) in _ITEMS or isinstance(event, MessageAppended):
             append(event)
         elif isinstance(event, MessageRetracted):
@@ -171,6 +173,81 @@ def _live(rows: Sequence[tuple[int, Any]]) -> list[MessageAppended | RawItem | R
             kept, retracted = [], set()
             append = kept.append
     return [e for e in kept if e.message_id not in retracted] if retracted else kept
+
+
+_TEXT = Tools()
+_NEUTRAL = Tools(other=False)
+
+
+def item_tools(item: MessageAppended | RawItem) -> Tools:
+    """`message_tools` of a live item: a `RawItem` holds only its parts' kinds and
+    its calls' ids (convlog.storage.raw_items), read here by the same rule, so the
+    answer is the one `message_tools` gives for the whole message (a property test
+    holds the two together). Plain messages share two constant answers."""
+    if type(item) is not RawItem:
+        return message_tools(item)  # type: ignore[arg-type]  # a MessageAppended
+    role, content, tool_calls = item.role, item.content, item.tool_calls
+    if not tool_calls and role != "tool":  # the usual item: text, images, reasoning
+        if type(content) is str:
+            return _TEXT if content else _NEUTRAL
+        other = False
+        for part in content:
+            kind = type(part)
+            if kind is TextRef or kind is ImageRef:
+                other = True
+            elif kind is not ThinkingRef:
+                break  # a tool part: the general way below
+        else:
+            return _TEXT if other else _NEUTRAL
+    result = item.tool_call_id if role == "tool" else None
+    if isinstance(content, str):
+        other = bool(content) and role != "tool"
+        if not tool_calls and not result:
+            return _TEXT if other else _NEUTRAL
+        return Tools(calls=tuple((c.id, c.name) for c in tool_calls),
+                     results=(result,) if result else (), other=other)
+    calls = [(c.id, c.name) for c in tool_calls]
+    results = [result] if result else []
+    other = False
+    for part in content:
+        if type(part) is ToolUseRef:
+            calls.append((part.id, part.name))
+        elif type(part) is ToolResultRef:
+            results.append(part.tool_use_id)
+        elif type(part) is not ThinkingRef:  # reasoning may sit between calls
+            other = True
+    if not calls and not results:
+        return _TEXT if other else _NEUTRAL
+    return Tools(calls=tuple(calls), results=tuple(results), other=other)
+
+
+def texts_skipped(item: MessageAppended | RawItem | RawEntry) -> bool:
+    """Whether `item` is a lean `RawItem` whose content held texts it did not decode
+    (a reader of those texts, such as convlog.projections.pair_causes, needs the
+    whole message)."""
+    if type(item) is not RawItem or type(item.content) is str:
+        return False
+    return any(type(part) is TextRef for part in item.content)
+
+
+def items_tools(items: Sequence[MessageAppended | RawItem]) -> list[Tools]:
+    """`item_tools` of each item, in one loop: the usual item of a session (a
+    `RawItem` without calls whose content is one string or one text part) is
+    answered inline, the rest by `item_tools` (issue 30: a call per item was a
+    tenth of a whole session's `get_items()`)."""
+    out: list[Tools] = []
+    append = out.append
+    for item in items:
+        if type(item) is RawItem and not item.tool_calls and item.role != "tool":
+            content = item.content
+            if type(content) is str:
+                append(_TEXT if content else _NEUTRAL)
+                continue
+            if len(content) == 1 and type(content[0]) is TextRef:
+                append(_TEXT)
+                continue
+        append(item_tools(item))
+    return out
 
 
 def retract_last(writer: Writer, key: str, reason: str | None

@@ -295,22 +295,37 @@ class ConversationStore(Application[UUID]):
                   raw_only: bool = False) -> list[tuple[int, Any]]:
         """(version, event) like `recorded`, for SDK session stores: messages that
         carry an SDK item come back as `RawItem`s (see `MsgspecMapper.decode_item`),
-        everything else as its event. The rows are read straight from the recorder: no envelope per
-        row. `raw_only`: `RawEntry`s (id and item only) instead."""
+        everything else as its event. The rows are read straight from the recorder:
+        no envelope per row. `raw_only`: `RawEntry`s (id and item only) instead."""
+        return self.codec.decode_items(conversation, self._rows(
+            conversation, after=after, upto=upto, desc=desc, limit=limit), raw_only)
+
+    @storage_errors
+    def item_events(self, conversation: UUID, *, after: int | None = None,
+                    raw_only: bool = False) -> list[Any]:
+        """The events of `item_rows` for the whole stream after `after`, oldest first
+        and without their versions (a whole session's `get_items()`, issue 30). On
+        SQLite they are decoded as they are read, 1,000 rows at a time."""
         select_decoded = getattr(self.recorder, "select_decoded", None)
-        if select_decoded is not None and upto is None and limit is None and not desc:
+        if select_decoded is not None:
             return select_decoded(  # type: ignore[no-any-return]
-                conversation, functools.partial(self.codec.decode_items, conversation,
+                conversation, functools.partial(self.codec.decode_events, conversation,
                                                 raw_only=raw_only), gt=after)
+        return self.codec.decode_events(conversation, self._rows(conversation, after=after),
+                                        raw_only)
+
+    def _rows(self, conversation: UUID, *, after: int | None = None,
+              upto: int | None = None, desc: bool = False, limit: int | None = None
+              ) -> list[tuple[int, str, bytes]]:
+        """(version, topic, state) rows as plain tuples: SQLite's own query (no
+        StoredEvent per row) where there is one, eventsourcing's elsewhere."""
         select_rows = getattr(self.recorder, "select_rows", None)
-        rows: list[tuple[int, str, bytes]]
-        if select_rows is not None:  # SQLite: plain tuples, no StoredEvent per row
-            rows = select_rows(conversation, gt=after, lte=upto, desc=desc, limit=limit)
-        else:
-            rows = [(s.originator_version, s.topic, s.state) for s in
-                    self.recorder.select_events(conversation, gt=after, lte=upto,
-                                                desc=desc, limit=limit)]
-        return self.codec.decode_items(conversation, rows, raw_only)
+        if select_rows is not None:
+            return select_rows(  # type: ignore[no-any-return]
+                conversation, gt=after, lte=upto, desc=desc, limit=limit)
+        return [(s.originator_version, s.topic, s.state) for s in
+                self.recorder.select_events(conversation, gt=after, lte=upto, desc=desc,
+                                            limit=limit)]
 
     @storage_errors
     def last_messages(self, conversation: UUID, count: int) -> list[MessageAppended]:

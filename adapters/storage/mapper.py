@@ -16,7 +16,7 @@ and SQL access win over a few percent of an append.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -25,10 +25,11 @@ import msgspec
 from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 
 from convlog.crypto.errors import UnknownDataKey
-from convlog.domain.content import AnyPart, ToolCall
 from convlog.domain.conversation import Conversation
 from convlog.domain.events import EVENT_TYPES, Event, MessageAppended
 from convlog.storage.errors import CorruptEvent
+from convlog.storage.raw_items import RawEntry as RawEntry
+from convlog.storage.raw_items import RawItem as RawItem
 from convlog.storage.sealed import SNAPSHOT_TOPIC as SNAPSHOT_TOPIC
 from convlog.storage.sealed import Sealer, SealError, sealed_at
 
@@ -57,37 +58,6 @@ def all_topics(cls: type[Event]) -> list[str]:
 def _parse_topic(topic: str) -> tuple[str, int]:
     name, _, version = topic.partition("@")
     return name, int(version) if version else 1
-
-
-class RawItem(msgspec.Struct, frozen=True, gc=False):
-    """A `message_appended` row decoded only as far as an SDK session store needs it:
-    its id, the SDK's own item (`raw`) and what pairing reads. Decoding the whole
-    message (usage, costs, tokens, timestamps) only to hand back `raw` was two thirds
-    of `get_items()` (issue 30). Unknown fields of the stored JSON are skipped unparsed."""
-
-    message_id: str
-    role: str = "user"
-    content: str | tuple[AnyPart, ...] = ""
-    """A tuple (not a list, as in `MessageAppended`): a tuple of parts is not tracked
-    by the garbage collector, nor (`gc=False`) is a RawItem, which can hold no
-    cycle (nothing decoded from JSON can point back at it). A 100k-item read made
-    the collector walk every item; now only their SDK items (issue 30)."""
-    tool_calls: tuple[ToolCall, ...] = ()
-    """A tuple: most items make no call, and an empty tuple is not a new object."""
-    tool_call_id: str | None = None
-    raw: dict[str, Any] | None = None
-    """The fields tool-call pairing reads (convlog.projections.pairing.message_tools)
-    and `from_message` reads are kept; usage, costs, tokens, times are skipped."""
-
-
-class RawEntry(msgspec.Struct, frozen=True, gc=False):
-    """A `message_appended` row decoded to its id and SDK item (`raw`) only: for a
-    store whose items say themselves what pairing needs (a Claude transcript entry
-    holds its tool_use/tool_result blocks), decoding the readable copy beside the
-    item too was a fifth of a whole-session `load` (issue 30)."""
-
-    message_id: str
-    raw: dict[str, Any] | None = None
 
 
 class _NullTranscoder(Transcoder):
@@ -188,19 +158,28 @@ class MsgspecMapper(Mapper[UUID]):
                 pass  # decoded in full below, with its typed error if it is corrupt
         return self.decode_row(originator_id, version, topic, state)
 
-    def decode_items(self, originator_id: Any, rows: Iterable[tuple[int, str, bytes]],
+    def decode_items(self, originator_id: Any, rows: Sequence[tuple[int, str, bytes]],
                      raw_only: bool = False) -> list[tuple[int, Any]]:
-        """(version, `decode_item`) of each (version, topic, state) row, in one loop:
-        a whole session's `get_items()` decodes every row, and a call per row was
-        a tenth of it (issue 30). Sealed rows take `decode_item`'s way."""
+        """(version, `decode_item`) of each (version, topic, state) row: a page of a
+        backwards walk, where the caller needs the versions."""
+        return list(zip([row[0] for row in rows],
+                        self.decode_events(originator_id, rows, raw_only), strict=True))
+
+    def decode_events(self, originator_id: Any, rows: Iterable[tuple[int, str, bytes]],
+                      raw_only: bool = False) -> list[Any]:
+        """`decode_item` of each (version, topic, state) row, in one loop and without
+        the versions: a whole session's `get_items()` decodes every row, and a call
+        per row was a tenth of it, a (version, event) pair per row another few
+        percent (issue 30). Sealed rows take `decode_item`'s way. `raw_only`:
+        `RawEntry`s instead of `RawItem`s (as `decode_item`)."""
         if self.sealer is not None:
             decode_item = self.decode_item
-            return [(version, decode_item(originator_id, version, topic, state, raw_only))
+            return [decode_item(originator_id, version, topic, state, raw_only)
                     for version, topic, state in rows]
         lean, message_topic, decode_row = (
             (self._raw_entries if raw_only else self._raw_items).decode,
             self._message_topic, self.decode_row)
-        out: list[tuple[int, Any]] = []
+        out: list[Any] = []
         append = out.append
         for version, topic, state in rows:
             if topic == message_topic:
@@ -209,9 +188,9 @@ class MsgspecMapper(Mapper[UUID]):
                 except Exception:
                     item = None  # decoded in full below, with its typed error
                 if item is not None and item.raw is not None:
-                    append((version, item))
+                    append(item)
                     continue
-            append((version, decode_row(originator_id, version, topic, state)))
+            append(decode_row(originator_id, version, topic, state))
         return out
 
     def _open_sealed(self, originator_id: Any, version: int, topic: str, state: bytes,

@@ -160,3 +160,20 @@ def test_popping_a_foreign_message_returns_its_text_as_one_item(
         session = ConvlogSession("pop", log)
         return await session.pop_item(), await session.get_items()
     assert asyncio.run(go()) == ({"role": "assistant", "content": "looking"}, [])
+
+
+def test_an_sdk_interruption_after_a_dead_call_says_cancelled(
+        log: convlog.ConversationLog) -> None:
+    """The cause reads the text of the user item after the lost call; SDK items are
+    read lean (their texts skipped), so that one read is made whole."""
+    interrupted = {"role": "user", "content": [
+        {"type": "input_text", "text": "[Request interrupted by user for tool use]"}]}
+
+    async def go() -> list[Any]:
+        session = ConvlogSession("int", log)
+        added: list[Any] = [{"role": "user", "content": "find it"}, call("c1"), interrupted]
+        await session.add_items(added)
+        return [await session.get_items(), await session.get_items(3)]
+    for items in asyncio.run(go()):
+        assert items[-2:] == [output("c1", lost_text("cancelled", "grep")), interrupted]
+        assert chat_problems(items) == []
