@@ -25,7 +25,7 @@ decoding anything twice) and renders the plan (`Plan.steps`) in its own item typ
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import msgspec
 
@@ -210,25 +210,47 @@ _TEXT = Tools()
 _NEUTRAL = Tools(other=False)
 
 
+class PartKinds(NamedTuple):
+    """The classes of the five content part kinds pairing tells apart: the domain's
+    (`DOMAIN_PARTS`), or a lean reader's own (a storage adapter decoding rows without
+    their texts), so both are described by the one rule in `describe`."""
+
+    text: type
+    image: type
+    thinking: type
+    tool_use: type
+    tool_result: type
+
+
+DOMAIN_PARTS = PartKinds(TextPart, ImagePart, ThinkingPart, ToolUsePart, ToolResultPart)
+
+
 def message_tools(event: MessageAppended) -> Tools:
     """A stored message as pairing sees it: chat-style `tool_calls` / `tool_call_id`
-    and Anthropic-style `tool_use` / `tool_result` parts alike. Most messages make
-    no call and carry no result: they share one of two constant answers, so
-    describing a long history allocates almost nothing (issue 30)."""
-    role, content, tool_calls = event.role, event.content, event.tool_calls
+    and Anthropic-style `tool_use` / `tool_result` parts alike."""
+    return describe(event.role, event.content, event.tool_calls, event.tool_call_id)
+
+
+def describe(role: str, content: str | Sequence[object], tool_calls: Sequence[Any],
+             tool_call_id: str | None, kinds: PartKinds = DOMAIN_PARTS) -> Tools:
+    """`message_tools` of a message given by its fields, its parts of the `kinds`
+    classes (tool calls and parts need `.id` / `.name`, results `.tool_use_id`). Most
+    messages make no call and carry no result: they share one of two constant
+    answers, so describing a long history allocates almost nothing (issue 30)."""
+    text, image, thinking, tool_use, tool_result = kinds
     if not tool_calls and role != "tool":  # the usual message: text, images, reasoning
-        if isinstance(content, str):
+        if type(content) is str:
             return _TEXT if content else _NEUTRAL
         other = False
         for part in content:
             kind = type(part)
-            if kind is TextPart or kind is ImagePart:
+            if kind is text or kind is image:
                 other = True
-            elif kind is not ThinkingPart:
+            elif kind is not thinking:
                 break  # a tool part: the general way below
         else:
             return _TEXT if other else _NEUTRAL
-    result = event.tool_call_id if role == "tool" else None
+    result = tool_call_id if role == "tool" else None
     if isinstance(content, str):
         other = bool(content) and role != "tool"
         if not tool_calls and not result:
@@ -239,11 +261,12 @@ def message_tools(event: MessageAppended) -> Tools:
     results = [result] if result else []
     other = False
     for part in content:
-        if isinstance(part, ToolUsePart):
-            calls.append((part.id, part.name))
-        elif isinstance(part, ToolResultPart):
-            results.append(part.tool_use_id)
-        elif not isinstance(part, ThinkingPart):  # reasoning may sit between calls
+        kind = type(part)
+        if kind is tool_use:
+            calls.append((part.id, part.name))  # type: ignore[attr-defined]
+        elif kind is tool_result:
+            results.append(part.tool_use_id)  # type: ignore[attr-defined]
+        elif kind is not thinking:  # reasoning may sit between calls
             other = True
     if not calls and not results:
         return _TEXT if other else _NEUTRAL

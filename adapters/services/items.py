@@ -17,7 +17,7 @@ from typing import Any
 from convlog.domain.conversation import Command, Conversation, Retract, conversation_id
 from convlog.domain.errors import UnknownConversation
 from convlog.domain.events import ConversationCleared, MessageAppended, MessageRetracted
-from convlog.projections.pairing import Tools, message_tools
+from convlog.projections.pairing import PartKinds, Tools, describe, message_tools
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.mapper import all_topics
@@ -181,44 +181,15 @@ _NEUTRAL = Tools(other=False)
 
 def item_tools(item: MessageAppended | RawItem) -> Tools:
     """`message_tools` of a live item: a `RawItem` holds only its parts' kinds and
-    its calls' ids (convlog.storage.raw_items), read here by the same rule, so the
-    answer is the one `message_tools` gives for the whole message (a property test
-    holds the two together). Plain messages share two constant answers."""
+    its calls' ids (convlog.storage.raw_items), described by the same rule
+    (`pairing.describe`) over those lean part classes (a property test holds the two
+    answers together)."""
     if type(item) is not RawItem:
         return message_tools(item)  # type: ignore[arg-type]  # a MessageAppended
-    role, content, tool_calls = item.role, item.content, item.tool_calls
-    if not tool_calls and role != "tool":  # the usual item: text, images, reasoning
-        if type(content) is str:
-            return _TEXT if content else _NEUTRAL
-        other = False
-        for part in content:
-            kind = type(part)
-            if kind is TextRef or kind is ImageRef:
-                other = True
-            elif kind is not ThinkingRef:
-                break  # a tool part: the general way below
-        else:
-            return _TEXT if other else _NEUTRAL
-    result = item.tool_call_id if role == "tool" else None
-    if isinstance(content, str):
-        other = bool(content) and role != "tool"
-        if not tool_calls and not result:
-            return _TEXT if other else _NEUTRAL
-        return Tools(calls=tuple((c.id, c.name) for c in tool_calls),
-                     results=(result,) if result else (), other=other)
-    calls = [(c.id, c.name) for c in tool_calls]
-    results = [result] if result else []
-    other = False
-    for part in content:
-        if type(part) is ToolUseRef:
-            calls.append((part.id, part.name))
-        elif type(part) is ToolResultRef:
-            results.append(part.tool_use_id)
-        elif type(part) is not ThinkingRef:  # reasoning may sit between calls
-            other = True
-    if not calls and not results:
-        return _TEXT if other else _NEUTRAL
-    return Tools(calls=tuple(calls), results=tuple(results), other=other)
+    return describe(item.role, item.content, item.tool_calls, item.tool_call_id, _REF_PARTS)
+
+
+_REF_PARTS = PartKinds(TextRef, ImageRef, ThinkingRef, ToolUseRef, ToolResultRef)
 
 
 def texts_skipped(item: MessageAppended | RawItem | RawEntry) -> bool:
