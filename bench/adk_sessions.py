@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import statistics
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from google.adk.events.event import Event
@@ -27,6 +24,7 @@ from google.adk.events.event_actions import EventActions
 from google.adk.sessions import BaseSessionService, Session
 from google.genai import types
 
+from bench.sdks import median_ms
 from convlog.integrations.google_adk import ConvlogSessionService
 
 WORDS = ("session", "token", "budget", "resume", "agent", "history", "restart", "cost")
@@ -39,15 +37,6 @@ def event(i: int, author: str) -> Event:
     return Event(author=author, invocation_id=f"inv-{i // 2}",
                  content=types.Content(role=role, parts=[types.Part(text=f"{i}: {text}")]),
                  actions=EventActions(state_delta={"turns": i // 2, "last": author}))
-
-
-async def median_ms(call: Callable[[], Awaitable[Any]], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        await call()
-        samples.append(time.perf_counter() - started)
-    return round(statistics.median(samples) * 1000, 3)
 
 
 async def fill_session(service: BaseSessionService, events: int) -> Session:

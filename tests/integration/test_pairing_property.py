@@ -160,15 +160,6 @@ def test_every_context_is_paired(sqlite_log: convlog.ConversationLog,
 # ------------------------------------------- the OpenAI Agents session's items
 
 
-def item_tools(item: dict[str, Any]) -> Tools:
-    kind = item.get("type", "message")
-    if kind == "function_call":
-        return Tools(calls=((item["call_id"], item["name"]),), other=False)
-    if kind == "function_call_output":
-        return Tools(results=(item["call_id"],), other=False)
-    return Tools(other=kind == "message")
-
-
 _item_op = st.one_of(
     st.tuples(st.just("say"), st.sampled_from(["user", "assistant"])),
     st.tuples(st.just("calls"), st.lists(st.sampled_from(["now", "late", "never", "twice"]),
@@ -196,7 +187,7 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
     import asyncio
 
     from convlog.integrations.openai_agents import ConvlogSession
-    from tests.sdks.openai_checks import chat_problems
+    from tests.sdks.openai_checks import chat_problems, item_tools
 
     session = ConvlogSession(f"s{next(_keys)}", sqlite_log)
     writer = Writer(sqlite_log.conversation(session.key))

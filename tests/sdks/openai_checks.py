@@ -7,6 +7,8 @@ from typing import Any
 
 from agents.models.chatcmpl_converter import Converter
 
+from convlog.projections.pairing import Tools
+
 
 def chat_problems(items: list[Any]) -> list[str]:
     """Convert with the SDK's own converter, then check what the Chat Completions API
@@ -31,3 +33,13 @@ def chat_problems(items: list[Any]) -> list[str]:
     if pending:
         problems.append(f"end: calls {sorted(pending)} unanswered")
     return problems
+
+
+def item_tools(item: dict[str, Any]) -> Tools:
+    """An SDK item as the pairing checker sees it (`check_pairs`)."""
+    kind = item.get("type", "message")
+    if kind == "function_call":
+        return Tools(calls=((item["call_id"], item["name"]),), other=False)
+    if kind == "function_call_output":
+        return Tools(results=(item["call_id"],), other=False)
+    return Tools(other=kind == "message")

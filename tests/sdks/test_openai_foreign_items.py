@@ -20,17 +20,8 @@ pytest.importorskip("agents")
 
 import convlog
 from convlog.integrations.openai_agents import ConvlogSession
-from convlog.projections.pairing import Tools, check_pairs, lost_text
-from tests.sdks.openai_checks import chat_problems
-
-
-def item_tools(item: dict[str, Any]) -> Tools:
-    kind = item.get("type", "message")
-    if kind == "function_call":
-        return Tools(calls=((item["call_id"], item["name"]),), other=False)
-    if kind == "function_call_output":
-        return Tools(results=(item["call_id"],), other=False)
-    return Tools(other=kind == "message")
+from convlog.projections.pairing import check_pairs, lost_text
+from tests.sdks.openai_checks import chat_problems, item_tools
 
 
 @pytest.fixture
