@@ -8,7 +8,7 @@ history, so an analyst can count them per agent, kind and cause (the DuckDB tabl
 What is paired: each epoch of the conversation (from a clear to the next) on its
 own, its live messages in order (a retracted message is not live; a result it
 carried makes its call's result ``retracted``). The causes come from the same seam
-as the agent's view (convlog.projections.repair_marks.lost_causes). A repair
+as the agent's view (convlog.projections.pair_causes.lost_causes). A repair
 belongs to the message it concerns (the call's, for a synthesized result), and is
 attributed to that message's agent (None: the conversation's agent applies).
 
@@ -30,8 +30,9 @@ from convlog.domain.events import (
     MessageRetracted,
     Recorded,
 )
+from convlog.projections.pair_causes import imported as imported_from
+from convlog.projections.pair_causes import lost_causes
 from convlog.projections.pairing import message_tools, pair
-from convlog.projections.repair_marks import lost_causes
 from convlog.projections.views import Column, Table, View
 
 
@@ -64,7 +65,7 @@ def conversation_repairs(recorded: Iterable[Recorded]) -> list[RepairFact]:
             facts.extend(_epoch(live, retracted, imported))
             live, retracted = [], []
         elif isinstance(e, ConversationStarted):
-            imported = bool(e.metadata.get("source"))
+            imported = imported_from(e)
     facts.extend(_epoch(live, retracted, imported))
     return facts
 

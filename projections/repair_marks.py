@@ -23,22 +23,9 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from convlog.domain.events import MessageAppended
-from convlog.projections import pair_causes
-from convlog.projections.pairing import Cause, Keep, Lost, Tools, message_tools, pair
+from convlog.projections.pair_causes import lost_causes
+from convlog.projections.pairing import Keep, Lost, message_tools, pair
 from convlog.projections.view_model import RepairMark, ViewEntry
-
-
-def lost_causes(messages: Sequence[MessageAppended], *, tools: Sequence[Tools],
-                retracted: Iterable[MessageAppended] = (), imported: bool = False
-                ) -> tuple[dict[str, Cause], Cause]:
-    """THE seam for why a call's result is missing: (cause per call id, default
-    cause), for `pair(causes=..., missing=...)`. `messages` are the live messages in
-    stored order (`tools` their `message_tools`), `retracted` the retracted ones,
-    `imported` whether the conversation came from an importer. The answer is the
-    log's, read by convlog.projections.pair_causes (retracted, cancelled,
-    missing_in_import, else process_died): the same as every model input's."""
-    return pair_causes.lost_causes(messages, tools=tools, retracted=retracted,
-                                   imported=imported)
 
 
 def _note(mark: RepairMark) -> str:

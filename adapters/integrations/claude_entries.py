@@ -25,7 +25,7 @@ from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
 from convlog.domain.messages import Message
 from convlog.projections.pair_causes import lost_causes
-from convlog.projections.pairing import Keep, Lost, Tools, pair, well_paired
+from convlog.projections.pairing import Cause, Keep, Lost, Tools, lost_text, pair, well_paired
 from convlog.services.anthropic_blocks import Block, to_part
 from convlog.services.items import RawEntry, RawItem, items_tools
 
@@ -160,10 +160,11 @@ def paired_entries(messages: Sequence[MessageAppended | RawItem],
     if well_paired(tools):
         return [m.raw for m in kept]  # type: ignore[misc]  # not None: kept
     plan = pair(tools)
+    causes: Mapping[str, Cause] = {}
+    missing: Cause = "process_died"
     if any(r.kind == "synthesized" for r in plan.repairs):  # why, read only now
         causes, missing = lost_causes(kept, tools=tools,  # type: ignore[arg-type]
                                       imported=imported)
-        plan = pair(tools, causes=causes, missing=missing)
     redirect: dict[str, Any] = {}  # uuid -> the uuid its children now hang from
     out: list[dict[str, Any]] = []
     shown = {s.index for s in plan.steps if isinstance(s, Keep)}
@@ -181,7 +182,8 @@ def paired_entries(messages: Sequence[MessageAppended | RawItem],
                     base.get("isSidechain", False), "isMeta": False,
                     "message": {"role": "user", "content": [
                         {"type": "tool_result", "tool_use_id": step.call_id,
-                         "content": step.text, "is_error": True}]}}
+                         "content": lost_text(causes.get(step.call_id, missing), step.name),
+                         "is_error": True}]}}
             if isinstance(base.get("uuid"), str):
                 redirect[base["uuid"]] = made["uuid"]
             out.append(made)

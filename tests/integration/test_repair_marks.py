@@ -121,7 +121,7 @@ def test_the_html_page_marks_each_repair(tmp_path: Path) -> None:
 def test_the_causes_come_from_the_log(log: convlog.ConversationLog) -> None:
     """A turn the user interrupted mid-tool is `cancelled`; a call an imported
     transcript never answered is `missing_in_import` (convlog.projections.pair_causes,
-    through repair_marks.lost_causes)."""
+    through pair_causes.lost_causes)."""
     conv = log.conversation("k")
     conv.append_turn([convlog.user("build it"), call("", "c3", "make")])
     conv.append(convlog.user("[Request interrupted by user for tool use]"))
