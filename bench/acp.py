@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
 import tempfile
 import textwrap
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
 import acp
+
+from bench import meta
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -133,6 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer round trips")
     args = parser.parse_args()
+    stamp = meta.begin("acp", args.quick)
     pings, prompts = (300, 100) if args.quick else (3000, 500)
     with tempfile.TemporaryDirectory() as tmp:
         agent = Path(tmp) / "bench_agent.py"
@@ -166,12 +167,8 @@ def main() -> None:
     assembled = assembly(sizes)
     print("assembling a streamed answer in 1 KB chunks: "
           + ", ".join(f"{k.split('_')[0]} {v} us/chunk" for k, v in assembled.items()))
-    RESULTS.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / f"acp-{stamp}{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps({"direct": direct, "proxy": through, "added": added,
-                                "assembly": assembled,
-                                "pings": pings, "prompts": prompts}, indent=2) + "\n")
+    path = stamp.save({"direct": direct, "proxy": through, "added": added,
+                       "assembly": assembled, "pings": pings, "prompts": prompts})
     print(f"saved {path}")
 
 

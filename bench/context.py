@@ -79,9 +79,9 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 import convlog
+from bench import meta
 from bench.core import (
     REPO,
-    RESULTS,
     PaceMeter,
     machine,
     millis,
@@ -685,20 +685,12 @@ def disk_mb(path: Path) -> float:
     return (path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)) / 1e6
 
 
-def save(payload: dict[str, Any], cfg: Config) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    day = datetime.now(UTC).strftime("%Y-%m-%d")
-    name = f"context-{day}.json" if cfg.mode == "full" else f"context-{day}-quick.json"
-    path = RESULTS / name
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    return path
-
-
 # -------------------------------------------------------------------------- main
 
 
 def run(cfg: Config) -> None:
     started = time.perf_counter()
+    stamp = meta.begin("context", cfg.mode == "quick")
     info = machine()
     info["tokenizer"] = encoding_backend("o200k_base")
     sizes = ", ".join(f"{s:,}" for s in cfg.sizes)
@@ -767,7 +759,7 @@ def run(cfg: Config) -> None:
     missed = [r.workload for r in rows if r.met == "NO"]
     elapsed = time.perf_counter() - started
     print(f"\ntargets missed: {', '.join(missed) if missed else 'none'}")
-    path = save({
+    path = stamp.save({
         "mode": cfg.mode, "utc": datetime.now(UTC).isoformat(), "elapsed_s": elapsed,
         "machine": info, "config": asdict(cfg), "budget": {
             "tokens": BUDGET.tokens, "messages": BUDGET.messages, "chars": BUDGET.chars},
@@ -775,7 +767,7 @@ def run(cfg: Config) -> None:
         "warm": [asdict(p) for p in warm], "baselines": [asdict(p) for p in baselines],
         "formats": [asdict(p) for p in formats], "cold": [asdict(c) for c in cold],
         "host_pace": pace, "table": [asdict(r) for r in rows], "missed": missed,
-    }, cfg)
+    }, host_pace=pace)
     print(f"saved {path.relative_to(REPO)} ({elapsed:.0f} s)")
 
 

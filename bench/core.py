@@ -56,13 +56,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
 
 import convlog
+from bench import meta
+from bench.meta import cpu_model, git_revision, package_version
 from convlog.domain.content import TextPart, ThinkingPart, ToolCall, ToolUsePart, Usage
 from convlog.domain.events import MessageAppended
 from convlog.storage import application as convlog_application
@@ -665,33 +666,6 @@ def codec_table(results: list[CodecResult]) -> list[list[str]]:
     return rows
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def git_revision() -> str:
-    """The commit measured, marked dirty when the library's sources differ from it."""
-    def git(*args: str) -> str:
-        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
-        return out.stdout.strip() if out.returncode == 0 else ""
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "adapters", "domain", "projections")
-    return f"{commit}{' (dirty)' if dirty else ''}"
-
-
 def machine() -> dict[str, Any]:
     return {
         "commit": git_revision(),
@@ -708,19 +682,12 @@ def machine() -> dict[str, Any]:
     }
 
 
-def save(payload: dict[str, Any], cfg: Config) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    day = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / (f"core-{day}.json" if cfg.mode == "full" else f"core-{day}-quick.json")
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    return path
-
-
 # --------------------------------------------------------------------------- main
 
 
 def run(cfg: Config) -> None:
     started = time.perf_counter()
+    stamp = meta.begin("core", cfg.mode == "quick")
     info = machine()
     print(f"convlog core benchmark ({cfg.mode})")
     for k, v in info.items():
@@ -753,7 +720,7 @@ def run(cfg: Config) -> None:
     missed = [r.workload for r in rows if r.met == "NO"]
     elapsed = time.perf_counter() - started
     print(f"\ntargets missed: {', '.join(missed) if missed else 'none'}")
-    path = save({
+    path = stamp.save({
         "mode": cfg.mode, "utc": datetime.now(UTC).isoformat(), "elapsed_s": elapsed,
         "machine": info, "config": asdict(cfg),
         "targets": {"single_appends_per_s": SINGLE_TARGET, "turn_messages_per_s": TURN_TARGET,
@@ -763,7 +730,7 @@ def run(cfg: Config) -> None:
         "latency": [asdict(p) for p in latency],
         "codec": [asdict(c) for c in codecs], "host_pace": pace,
         "table": [asdict(r) for r in rows], "missed": missed,
-    }, cfg)
+    }, host_pace=pace)
     print(f"saved {path.relative_to(REPO)} ({elapsed:.0f} s)")
 
 

@@ -24,15 +24,14 @@ Results go to ``bench/results/crypto-<UTC date>[-quick].json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import convlog
+from bench import meta
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
@@ -68,6 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    stamp = meta.begin("crypto", args.quick)
     rounds, appends, builds = (3, 150, 60) if args.quick else (5, 1000, 300)
     os.environ.pop("CONVLOG_KEY_FILE", None)
     key = convlog.generate_key()
@@ -134,15 +134,11 @@ def main() -> None:
           f"({sizes['encrypted'] / sizes['plain']:.2f}x)")
     print("target: ratio <= 1.3 on appends and on the context: "
           + ("met" if ratio["append"] <= 1.3 and ratio["context"] <= 1.3 else "MISSED"))
-    RESULTS.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / f"crypto-{stamp}{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps({"figures": figures, "ratio": ratio,
-                                "context_tokens": context.tokens,
-                                "context_messages": context.message_count,
-                                "short_context_messages": wide_context.message_count,
-                                "db_bytes": sizes, "rounds": rounds,
-                                "quick": args.quick}, indent=2) + "\n")
+    path = stamp.save({"figures": figures, "ratio": ratio,
+                       "context_tokens": context.tokens,
+                       "context_messages": context.message_count,
+                       "short_context_messages": wide_context.message_count,
+                       "db_bytes": sizes, "rounds": rounds, "quick": args.quick})
     print(f"saved {path}")
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import msgspec
 
+from bench import meta
 from bench.core import RESULTS
 from bench.peers import ConvlogStore, bytes_on_disk, sqlite_files
 
@@ -111,16 +112,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=10_000)
     args = parser.parse_args(argv)
+    stamp = meta.begin("formats", False)
     with tempfile.TemporaryDirectory(prefix="convlog-formats-") as tmp:
         results = measure(args.messages, Path(tmp))
     print(f"bytes on disk per message, {args.messages:,} messages in turns of {TURN}:")
     for name, per_message in results:
         print(f"  {name:34} {per_message:6,.0f} B")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"formats-{datetime.now(UTC):%Y-%m-%d}.json"
-    path.write_text(json.dumps({"utc": datetime.now(UTC).isoformat(), "messages": args.messages,
-                                "turn": TURN, "bytes_per_message": dict(results)},
-                               indent=2) + "\n")
+    path = stamp.save({"utc": datetime.now(UTC).isoformat(), "messages": args.messages,
+                       "turn": TURN, "bytes_per_message": dict(results)})
     print(f"saved {path.relative_to(RESULTS.parent.parent)}")
 
 

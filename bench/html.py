@@ -14,16 +14,15 @@ Results go to ``bench/results/html-<UTC date>[-quick].json``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 import convlog
+from bench import meta
 from convlog.html import write_conversation_page
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -76,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (< 1 minute)")
     args = parser.parse_args()
+    stamp = meta.begin("html", args.quick)
     sizes, repeats = ((500, 2_000), 3) if args.quick else ((1_000, 10_000), 5)
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
@@ -100,12 +100,9 @@ def main() -> None:
     flat = growth["flip_s"] <= 2.0
     print(f"target: a page flip does not grow with the conversation (<= 2x): "
           f"{'met' if flat else 'MISSED'}")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    name = f"html-{datetime.now(UTC):%Y-%m-%d}{'-quick' if args.quick else ''}.json"
-    (out / name).write_text(json.dumps({"sizes": sizes, "repeats": repeats,
-                                        "results": results, "growth": growth}, indent=2))
-    print(f"saved bench/results/{name}")
+    path = stamp.save({"sizes": sizes, "repeats": repeats, "results": results,
+                       "growth": growth})
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":

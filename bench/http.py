@@ -39,6 +39,7 @@ from typing import Any
 import httpx
 
 import convlog
+from bench import meta
 
 CONCURRENCY = (1, 8, 32)
 CONTEXT_QUERY = "tokens=10000&messages=1000"
@@ -159,6 +160,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    stamp = meta.begin("http", args.quick)
     if shutil.which("wrk") is None:
         raise SystemExit("bench.http needs wrk: apt-get install wrk")
     seconds = 3.0 if args.quick else 10.0
@@ -205,13 +207,9 @@ def main() -> int:
     print(f"32 clients vs in-process: appends {best / base['messages_per_s']:.2f}x, "
           f"context {results['context']['32']['per_s'] / base['context_per_s']:.2f}x; "
           f"target >= 5,000 messages/s with 32 clients: {'met' if best >= 5000 else 'MISSED'}")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = out / f"http-{stamp}{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps({"date": stamp, "quick": args.quick, "seconds": seconds,
-                                "context_tokens": tokens, "in_process": base, "http": results},
-                               indent=2))
+    path = stamp.save({"date": f"{datetime.now(UTC):%Y-%m-%d}", "quick": args.quick,
+                       "seconds": seconds, "context_tokens": tokens, "in_process": base,
+                       "http": results})
     print(f"saved {path}")
     return 0
 

@@ -27,6 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench import meta
+
 CHILD = """
 import json, sys, time
 import convlog
@@ -181,6 +183,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="a ~20 MB tree (< 1 minute); the target is judged on the full run")
     args = parser.parse_args()
+    stamp = meta.begin("importers", args.quick)
     files, turns = (40, 14) if args.quick else (1000, 14)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -214,12 +217,8 @@ def main() -> None:
     if not args.quick:
         print(f"target: >= 20 MB/s on the first import of the ~500 MB Claude Code tree: "
               f"{'met' if met else 'MISSED'}")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    name = f"importers-{datetime.now(UTC):%Y-%m-%d}{'-quick' if args.quick else ''}.json"
-    (out / name).write_text(json.dumps({"files": files, "turns": turns, "results": results},
-                                       indent=2))
-    print(f"saved bench/results/{name}")
+    path = stamp.save({"files": files, "turns": turns, "results": results})
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":

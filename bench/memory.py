@@ -25,16 +25,15 @@ Results go to ``bench/results/memory-<UTC date>[-quick].json``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
 import convlog
+from bench import meta
 
 TURN = 1_000
 GROWTH_TARGET = 1.5
@@ -84,6 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1k and 10k messages (< 1 min)")
     args = parser.parse_args()
+    stamp = meta.begin("memory", args.quick)
     sizes = (1_000, 10_000) if args.quick else (1_000, 100_000)
     rounds, batch = (15, 4) if args.quick else (40, 5)
     samples: dict[str, dict[int, list[float]]] = {
@@ -125,15 +125,12 @@ def main() -> None:
     span = spans[large]
     print(f"user context at {large:,}: {span.tokens} tokens, {span.message_count} messages "
           f"of {span.conversation_count} conversations")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    name = f"memory-{datetime.now(UTC):%Y-%m-%d}{'-quick' if args.quick else ''}.json"
-    (out / name).write_text(json.dumps({
+    path = stamp.save({
         "sizes": sizes, "calls": rounds * batch, "median_s": {
             k: {str(s): v for s, v in m.items()} for k, m in med.items()},
         "growth": growth, "target_met": flat,
-        "user_context": {"tokens": span.tokens, "messages": span.message_count}}, indent=2))
-    print(f"saved bench/results/{name}")
+        "user_context": {"tokens": span.tokens, "messages": span.message_count}})
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":

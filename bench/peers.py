@@ -6,8 +6,9 @@ The peers are never runtime dependencies of convlog: they live in ``.venv-bench`
 only, pinned in ``bench/requirements-peers.txt``. These are measurements, not tests:
 nothing fails; the program prints a table of medians with every peer's cost relative
 to convlog, says which targets are met, and writes every number to
-``bench/results/<UTC date>.json`` (``<UTC date>-quick.json`` for --quick): the headline
-comparison, beside the ``<program>-<UTC date>.json`` files of convlog's own benchmarks.
+``bench/results/peers-<UTC date>.json`` (``-quick.json`` for --quick; runs before
+2026-11-25 are ``<UTC date>.json``): the headline comparison, beside the
+``<program>-<UTC date>.json`` files of convlog's own benchmarks.
 
 Systems, each on its own SQLite FILE, all in WAL mode with ``synchronous=NORMAL``
 (a commit survives a killed process; only a power cut or an OS crash can lose it):
@@ -970,29 +971,17 @@ def verdicts(rows: list[Row], appends: list[AppendResult]) -> tuple[list[str], l
 
 
 def machine_info() -> dict[str, Any]:
-    from bench.core import machine, package_version
+    from bench.core import machine
+    from bench.meta import memory_total, package_version
 
     info = machine()
-    try:
-        kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text()
-                   .splitlines() if line.startswith("MemTotal"))
-        info["memory"] = f"{kib / 1024 / 1024:.1f} GiB"
-    except (OSError, StopIteration):
-        info["memory"] = "unknown"
+    info["memory"] = memory_total()
     info["python_executable"] = sys.executable
     for package in ("openai-agents", "langchain-community", "langchain-core", "SQLAlchemy",
                     "greenlet", "langgraph", "langgraph-checkpoint",
                     "langgraph-checkpoint-sqlite", "tiktoken"):
         info[package] = package_version(package)
     return info
-
-
-def save(payload: dict[str, Any], cfg: Config) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    day = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / (f"{day}.json" if cfg.mode == "full" else f"{day}-quick.json")
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    return path
 
 
 def missing_peers(systems: Sequence[str]) -> list[str]:
@@ -1018,7 +1007,10 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
     if missing:
         sys.exit(f"bench.peers: {', '.join(missing)} not importable with {sys.executable}; "
                  "run bench/peers_setup.sh and use .venv-bench/bin/python")
+    from bench import meta
+
     started = time.perf_counter()
+    stamp = meta.begin("peers", cfg.mode == "quick")
     pace = PaceMeter()
     info = machine_info()
     info["tokenizer"] = f"{ENCODING} via {seed_tokenizer()}"
@@ -1092,7 +1084,7 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
     for m in missed:
         print(f"  MISSED: {m}")
     elapsed = time.perf_counter() - started
-    path = save({
+    path = stamp.save({
         "mode": cfg.mode, "utc": datetime.now(UTC).isoformat(), "elapsed_s": elapsed,
         "machine": info, "config": asdict(cfg), "systems": list(systems),
         "how": {n: {"label": STORES[n].label, "durability": STORES[n].durability,
@@ -1109,7 +1101,7 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
             ["system", "import", "open", "first context", "total", "wall (process)"],
             cold_parts),
         "targets": {"met": met, "missed": missed},
-    }, cfg)
+    }, host_pace=pace_summary)
     print(f"saved {path.relative_to(REPO)} ({elapsed:.0f} s)")
 
 

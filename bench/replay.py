@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import convlog
+from bench import meta
 from convlog.projections.replay_views import agent_view, user_view
 from convlog.projections.view_diff import diff
 
@@ -88,6 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (< 1 minute)")
     args = parser.parse_args()
+    stamp = meta.begin("replay", args.quick)
     sizes, repeats = ((2_000, 20_000), 3) if args.quick else ((10_000, 100_000), 5)
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,12 +112,9 @@ def main() -> None:
     linear = growth["agent_walk"] <= 1.5 * sizes[1] / sizes[0]
     print(f"target: the agent view's walk grows linearly with the conversation: "
           f"{'met' if linear else 'MISSED'}")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    name = f"replay-{datetime.now(UTC):%Y-%m-%d}{'-quick' if args.quick else ''}.json"
-    (out / name).write_text(json.dumps({"sizes": sizes, "repeats": repeats,
-                                        "results": results, "growth": growth}, indent=2))
-    print(f"saved bench/results/{name}")
+    path = stamp.save({"sizes": sizes, "repeats": repeats, "results": results,
+                       "growth": growth})
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from typing import Any
 
 import psycopg
 
+from bench import meta
 from bench.writers import PG_ADMIN, drop_pg_schema, fresh_pg_schema
 
 USERS = 16
@@ -258,6 +259,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds of every point, interleaved (default 3; quick 1)")
     args = parser.parse_args()
+    stamp = meta.begin("scale", args.quick)
     seconds, turns = (3.0, 100) if args.quick else (8.0, 400)
     args.rounds = args.rounds or (1 if args.quick else 3)
     schema = fresh_pg_schema()
@@ -313,10 +315,7 @@ def main() -> int:
               "quick": args.quick, "seconds_per_point": seconds, "rounds": args.rounds,
               "users": USERS, "load_average": os.getloadavg(),
               "psycopg_impl": psycopg.pq.__impl__, "points": points, "alternating": alt}
-    out = Path(__file__).parent / "results" / (
-        f"scale-{datetime.now(UTC):%Y-%m-%d}{'-quick' if args.quick else ''}.json")
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"saved {out}")
+    print(f"saved {stamp.save(result)}")
     return 0
 
 

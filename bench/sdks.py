@@ -40,18 +40,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import statistics
 import tempfile
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agents import SQLiteSession
 
+from bench import meta
 from convlog.integrations.openai_agents import ConvlogSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -133,6 +132,7 @@ def main() -> None:
         adk_section(args.quick)
     if args.sdk == "adk":
         return
+    stamp = meta.begin("sdks", args.quick)
     sizes, repeat = ((100, 1_000), 50) if args.quick else ((1_000, 10_000, 100_000), 200)
     rows: list[dict[str, Any]] = []
     peaks: dict[str, float] = {}
@@ -159,28 +159,21 @@ def main() -> None:
         for name in row["convlog"]:
             print(f"{row['items']:>7} {name.removesuffix('_ms'):<20}{row['convlog'][name]:>10}"
                   f"{row['sqlite_session'][name]:>10}{row['ratio'][name]:>8}")
-    RESULTS.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / f"sdks-{stamp}{'-quick' if args.quick else ''}.json"
     from bench import sdks_claude  # here: .venv-bench (the ADK section) has no Claude SDK
 
     saved = {"repeat": repeat, "rows": rows, "peak_read_mib": {"items": sizes[-1], **peaks},
              "claude_agent_sdk": sdks_claude.run(args.quick)}
-    path.write_text(json.dumps(saved, indent=2) + "\n")
-    print(f"saved {path}")
+    print(f"saved {stamp.save(saved)}")
 
 
 def adk_section(quick: bool) -> None:
     from bench import adk_sessions
 
+    stamp = meta.begin("sdks-adk", quick)
     with tempfile.TemporaryDirectory() as tmp:
         row = adk_sessions.run(tmp, quick)
     adk_sessions.report(row)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / f"sdks-adk-{stamp}{'-quick' if quick else ''}.json"
-    path.write_text(json.dumps(row, indent=2) + "\n")
-    print(f"saved {path}")
+    print(f"saved {stamp.save(row)}")
 
 
 if __name__ == "__main__":

@@ -38,13 +38,13 @@ import statistics
 import tempfile
 import time
 import tracemalloc
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 from claude_agent_sdk import InMemorySessionStore
 
+from bench import meta
 from convlog.integrations.claude_agent_sdk import ConvlogSessionStore
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -227,12 +227,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sessions, fewer calls")
     args = parser.parse_args()
-    saved = run(args.quick)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / f"sdks-claude-{stamp}{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(saved, indent=2) + "\n")
-    print(f"saved {path}")
+    stamp = meta.begin("sdks-claude", args.quick)
+    print(f"saved {stamp.save(run(args.quick))}")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,6 @@ import argparse
 import contextlib
 import cProfile
 import gc
-import json
 import pstats
 import random
 import sqlite3
@@ -91,9 +90,9 @@ import duckdb
 import msgspec
 
 import convlog
+from bench import meta
 from bench.core import (
     REPO,
-    RESULTS,
     PaceMeter,
     machine,
     millis,
@@ -679,14 +678,6 @@ def latency_row(t: Timing, target_ms: float | None) -> Row:
     return Row(t.name, figure, f"< {target_ms:g} ms (p50)", yes_no(t.p50 / 1e6 < target_ms))
 
 
-def save(payload: dict[str, Any], cfg: Config) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    day = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = RESULTS / (f"views-{day}.json" if cfg.mode == "full" else f"views-{day}-quick.json")
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    return path
-
-
 def busy_warning(info: dict[str, Any]) -> str:
     """A warning when other processes already use a good part of the CPUs."""
     try:
@@ -734,6 +725,7 @@ def build_telemetry(tmp: Path, cfg: Config, content: Content) -> tuple[Path, Fil
 
 def run(cfg: Config) -> None:
     started = time.perf_counter()
+    stamp = meta.begin("views", cfg.mode == "quick")
     info = machine()
     info["duckdb"] = _duckdb_version()
     info["load_average_start"] = load_average()
@@ -844,7 +836,7 @@ def run(cfg: Config) -> None:
     print(f"\ntargets missed: {', '.join(missed) if missed else 'none'}")
     payload |= {"elapsed_s": elapsed, "host_pace": pace,
                 "table": [asdict(r) for r in rows], "missed": missed}
-    out = save(payload, cfg)
+    out = stamp.save(payload, host_pace=pace)
     print(f"saved {out.relative_to(REPO)} ({elapsed:.0f} s)")
 
 

@@ -28,10 +28,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import meta
 from bench.importers import generate
 
 CONVLOG = Path(sys.executable).parent / "convlog"
@@ -148,6 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller trees (< 1 minute)")
     args = parser.parse_args()
+    stamp = meta.begin("watch", args.quick)
     files, appends = (20, 5) if args.quick else (200, 15)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
@@ -169,13 +170,9 @@ def main() -> None:
               f"{r['median_s']:.2f} s (median of {r['appends']}, max {r['max_s']:.2f} s)")
     load = os.getloadavg()[0]
     print(f"(load average at the end: {load:.1f} on {os.cpu_count()} CPUs)")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    stamp = f"watch-{datetime.now(UTC):%Y-%m-%d}{'-quick' if args.quick else ''}.json"
-    (out / stamp).write_text(json.dumps({"catch_up": caught, "bounds": scale,
-                                         "memory_growth": growth, "latency": live,
-                                         "load_average_1min": load}, indent=2))
-    print(f"saved bench/results/{stamp}")
+    path = stamp.save({"catch_up": caught, "bounds": scale, "memory_growth": growth,
+                       "latency": live, "load_average_1min": load})
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":

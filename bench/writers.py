@@ -13,7 +13,6 @@ Results go to ``bench/results/writers-<UTC date>[-quick].json``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
+
+from bench import meta
 
 PG_ADMIN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
 
@@ -81,6 +82,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    stamp = meta.begin("writers", args.quick)
     turns = {"sqlite": 150 if args.quick else 600, "postgres": 40 if args.quick else 150}
     repeats = 1 if args.quick else 3
     results: dict[str, dict[str, float]] = {}
@@ -110,12 +112,8 @@ def main() -> int:
     for backend, by_count in results.items():
         print(f"{backend:<10} | {by_count['1']:>10,.0f} | {by_count['2']:>10,.0f} | "
               f"{by_count['4']:>10,.0f} | {by_count['4'] / by_count['1']:>6.2f}x")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    path = out / f"writers-{stamp}{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps({"date": stamp, "quick": args.quick, "turns": turns,
-                                "repeats": repeats, "messages_per_s": results}, indent=2))
+    path = stamp.save({"date": f"{datetime.now(UTC):%Y-%m-%d}", "quick": args.quick,
+                       "turns": turns, "repeats": repeats, "messages_per_s": results})
     print(f"saved {path}")
     return 0
 
