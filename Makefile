@@ -12,7 +12,7 @@ PYTEST := $(BIN)/python -m pytest
 WORKERS ?= 2
 XDIST := -n $(WORKERS) --dist loadgroup
 
-.PHONY: bench-tools screenshots docs install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
+.PHONY: bench-tools bench-report screenshots docs install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -89,7 +89,7 @@ bench-tools:
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
-bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): printed, and saved in bench/results
+bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): saved in bench/results, rendered into BENCHMARKS.md and the docs
 	$(BIN)/python -m bench.core
 	$(BIN)/python -m bench.context
 	$(BIN)/python -m bench.memory
@@ -107,7 +107,10 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): print
 	$(BIN)/python -m bench.sdks
 	$(VENV_BENCH)/bin/python -m bench.sdks --sdk adk
 	$(VENV_BENCH)/bin/python -m bench.peers
+	$(BIN)/python -m bench.report
 
+# Quick results are saved as *-quick.json and labelled "mode": "quick": bench.report
+# never renders them, so the documentation keeps the last full run's figures.
 bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for development
 	$(BIN)/python -m bench.core --quick
 	$(BIN)/python -m bench.context --quick
@@ -125,6 +128,9 @@ bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for d
 	$(BIN)/python -m bench.sdks --quick
 	$(VENV_BENCH)/bin/python -m bench.sdks --sdk adk --quick
 	$(VENV_BENCH)/bin/python -m bench.peers --quick
+
+bench-report:  ## re-render BENCHMARKS.md and the docs' bench blocks from bench/results (newest full runs)
+	$(BIN)/python -m bench.report
 
 bench-peers: $(BENCH_STAMP)  ## convlog vs OpenAI / LangChain / LangGraph / raw sqlite3 only
 	$(VENV_BENCH)/bin/python -m bench.peers

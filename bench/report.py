@@ -35,9 +35,10 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 # Every file that quotes bench figures; each holds one or more generated blocks.
 FILES = ("BENCHMARKS.md", "docs/sdks.md", "docs/http.md", "docs/scale-out.md")
-BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)",
-                   re.DOTALL)
-NAME = re.compile(r"^(?:(?P<bench>[a-z][a-z-]*?)-)?(?P<date>\d{4}-\d{2}-\d{2})(?P<quick>-quick)?\.json$")
+BLOCK = re.compile(
+    r"(<!-- bench:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.DOTALL)
+NAME = re.compile(
+    r"^(?:(?P<bench>[a-z][a-z-]*?)-)?(?P<date>\d{4}-\d{2}-\d{2})(?P<quick>-quick)?\.json$")
 
 # The command that produces each bench's results (what `make bench` runs).
 COMMANDS = {
@@ -322,8 +323,8 @@ def block_core(load: Loader) -> str:
             + (", ".join(missed) if missed else "none") + ".")
 
 
-CONTEXT_ROWS = ("context p50 @", "growth p50 @", "vs read all + trim @", "vs log.messages() + trim @",
-                "cold open + first context @")
+CONTEXT_ROWS = ("context p50 @", "growth p50 @", "vs read all + trim @",
+                "vs log.messages() + trim @", "cold open + first context @")
 
 
 def block_context(load: Loader) -> str:
@@ -371,10 +372,12 @@ def block_memory(load: Loader) -> str:
     rows.append(["growth", ratio(growth["blocks"]), ratio(growth["twin"]),
                  f"{ratio(growth['user'])} (target <= 1.5x: {met(growth['user'] <= 1.5)})"])
     u = d["user_context"]
+    largest = max(med["blocks"], key=int)
+    share = med["blocks"][largest] / med["twin"][largest] - 1
     return (table(["messages per conversation", "`conv.context()`, 3 live blocks",
                    "same, no blocks", "`log.resumption_context(user, conversations=3)`"], rows)
             + f"\n\nMedians of {d['calls']} calls. Blocks cost "
-              f"{(med['blocks'][max(med['blocks'], key=int)] / med['twin'][max(med['twin'], key=int)] - 1) * 100:.0f}% "
+              f"{share * 100:.0f}% "
               f"of a context build at the largest size; the user context held {u['tokens']:,} "
               f"tokens, {u['messages']} messages.")
 
@@ -486,7 +489,10 @@ def block_http(load: Loader) -> str:
 
 def block_scale(load: Loader) -> str:
     d = load("scale")
-    rows = [[p["servers"], "-" if p["servers"] == 1 else ("sticky" if p["sticky"] else "round-robin"),
+    def routing(p: dict[str, Any]) -> str:
+        return "-" if p["servers"] == 1 else ("sticky" if p["sticky"] else "round-robin")
+
+    rows = [[p["servers"], routing(p),
              f"{p['turns_per_s']:,.0f} ({', '.join(f'{r:,.0f}' for r in p['turns_per_s_rounds'])})",
              ms(p["p50_ms"]), ms(p["p99_ms"]), ms(p["server_cpu_ms_per_turn"]),
              f"{p['lock_waiting_avg']:.2f}"] for p in d["points"]]
@@ -511,8 +517,10 @@ def block_scale(load: Loader) -> str:
 def block_acp(load: Loader) -> str:
     d = load("acp")
     dr, pr, ad = d["direct"], d["proxy"], d["added"]
-    rows = [["ping round trip p50 / p95", f"{dr['ping_p50_ms']:.3f} / {dr['ping_p95_ms']:.3f} ms",
-             f"{pr['ping_p50_ms']:.3f} / {pr['ping_p95_ms']:.3f} ms", f"{ad['frame_p50_ms']:.3f} ms"],
+    rows = [["ping round trip p50 / p95",
+             f"{dr['ping_p50_ms']:.3f} / {dr['ping_p95_ms']:.3f} ms",
+             f"{pr['ping_p50_ms']:.3f} / {pr['ping_p95_ms']:.3f} ms",
+             f"{ad['frame_p50_ms']:.3f} ms"],
             ["prompt round trip p50 / p95",
              f"{dr['prompt_p50_ms']:.3f} / {dr['prompt_p95_ms']:.3f} ms",
              f"{pr['prompt_p50_ms']:.3f} / {pr['prompt_p95_ms']:.3f} ms",
