@@ -127,7 +127,10 @@ class Loader:
                     f"`{COMMANDS.get(bench, bench)}` (or `make bench`)")
             raise ReportError(f"bench {bench!r}: no results{when} in bench/results; run "
                               f"`{COMMANDS.get(bench, bench)}` (or `make bench`)")
-        best = max(full, key=lambda r: (r.date, r.path.name.startswith(bench)))
+        # Same day: a run with metadata (today's bench code) beats an older file without,
+        # the later run beats the earlier (the Claude section moved into sdks-*.json).
+        best = max(full, key=lambda r: (r.date, r.meta.get("utc_end", ""),
+                                        r.path.name.startswith(bench)))
         if best not in self.used:
             self.used.append(best)
         return best.data

@@ -130,3 +130,22 @@ def test_a_run_saved_with_metadata_heads_its_block(tmp_path: Path) -> None:
                      "0.4 at the start, 1.6 at the end on 2 cores. Command: "
                      "`.venv/bin/python -m bench.writers`; figures: "
                      "`bench/results/writers-2026-11-26.json`.*")
+
+
+def test_the_claude_section_of_a_new_sdks_run_beats_an_old_file_of_the_same_day(
+        tmp_path: Path) -> None:
+    """bench.sdks now saves the Claude store's figures inside sdks-<date>.json; the
+    sdks-claude-<date>.json of an earlier run that day must not win."""
+    results = write_root(tmp_path, "sdks-claude")
+    shutil.copy(RESULTS / "sdks-claude-2026-11-25.json", results)
+    section = json.loads((RESULTS / "sdks-claude-2026-11-25.json").read_text())
+    section["rows"][0]["convlog"]["load_ms"] = 1.0
+    sdks = json.loads((RESULTS / "sdks-2026-11-25.json").read_text())
+    sdks |= {"claude_agent_sdk": section, "meta": {
+        "mode": "full", "utc_start": "2026-11-25T15:00:00+00:00",
+        "utc_end": "2026-11-25T15:20:00+00:00", "revision": "abc1234", "dirty": False,
+        "noise": {"load_start": [1.0], "load_end": [1.0], "cores": 2}}}
+    (results / "sdks-2026-11-25.json").write_text(json.dumps(sdks))
+    assert report.main(["--root", str(tmp_path), "--results", str(results)]) == 0
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "`bench/results/sdks-2026-11-25.json`" in text and "| 1,000 | 1.00 vs" in text
