@@ -637,7 +637,48 @@ def block_sdks_adk(load: Loader) -> str:
             + verdict(checks, "`DatabaseSessionService` on SQLite"))
 
 
+def _when(result: Result) -> str:
+    meta, d = result.meta, result.data
+    if meta:
+        return f"{meta['utc_start'][:16].replace('T', ' ')}-{meta['utc_end'][11:16]}"
+    utc = d.get("utc") or d.get("date") or ""
+    return f"{utc[:16].replace('T', ' ')} (end)" if len(utc) > 10 else result.date
+
+
+def _revision(result: Result) -> str:
+    meta, machine = result.meta, result.data.get("machine") or {}
+    if meta:
+        return f"`{meta['revision']}`" + (" (not clean)" if meta.get("dirty") else "")
+    commit = machine.get("commit") or result.data.get("revision")
+    return f"`{commit}`" if commit else "not recorded"
+
+
+def block_runs(load: Loader) -> str:
+    """Which run each bench's figures come from, so that a mix of days shows at once."""
+    rows, revisions = [], set()
+    for bench in COMMANDS:
+        load(bench)
+        result = next(r for r in load.used if r.bench == bench)
+        start, end = _loads(result)
+        loads = " -> ".join(f"{x[0]:.1f}" if x else "?" for x in (start, end)) \
+            if start or end else "not recorded"
+        pace = (result.meta.get("noise") or {}).get("host_pace") or result.data.get("host_pace")
+        rows.append([f"`{bench}`", result.mode, _when(result), _revision(result), loads,
+                     f"{pace['p90_ms'] / pace['min_ms']:.2f}" if pace else "",
+                     f"`{result.path.name}`"])
+        revisions.add(_revision(result))
+    one = len(revisions) == 1 and "not recorded" not in revisions
+    summary = ("Every figure below comes from one revision." if one else
+               f"**The figures below come from {len(revisions)} different revisions "
+               "(or runs without one recorded): re-run `make bench` to make them one run.**")
+    return (summary + "\n\n"
+            + table(["bench", "mode", "UTC", "revision", "load average (start -> end)",
+                     "host pace p90/min", "results"], rows,
+                    right=[False, False, False, False, True, True, False]))
+
+
 BLOCKS: dict[str, Callable[[Loader], str]] = {
+    "runs": block_runs,
     "peers-run": block_peers_run, "peers": block_peers, "peers-targets": block_peers_targets,
     "peers-memory": block_peers_memory, "formats": block_formats,
     "core": block_core, "context": block_context, "views": block_views,
@@ -654,6 +695,8 @@ def render_block(name: str, runs: dict[str, list[Result]], date: str | None = No
         raise ReportError(f"block {name!r}: no renderer (known: {', '.join(BLOCKS)})")
     load = Loader(runs, date)
     body = BLOCKS[name](load)
+    if name == "runs":  # its table is the headers of every run
+        return body + "\n"
     return "\n".join(header(r) for r in load.used) + "\n\n" + body + "\n"
 
 
