@@ -552,11 +552,20 @@ def block_html(load: Loader) -> str:
               f"with the conversation, <= 2x: {met(g['flip_s'] <= 2.0)}).")
 
 
-OPENAI_OPS = (("add_turn_ms", "add a turn (`add_items`)", True),
-              ("get_last_20_ms", "`get_items(limit=20)`", True),
-              ("get_all_ms", "`get_items()` (all)", True),
-              ("pop_and_restore_ms", "`pop_item` + re-add", False),
-              ("pop_item_ms", "`pop_item` alone", True))
+# Labels of the operations the SDK benches time; an operation the JSON has and this table
+# does not is shown under its key, so a new measurement never breaks the renderer.
+# True: a target of issue 30 (<= 1.0x the SDK's own store).
+OPENAI_OPS = {"add_turn_ms": ("add a turn (`add_items`)", True),
+              "get_last_20_ms": ("`get_items(limit=20)`", True),
+              "get_all_ms": ("`get_items()` (all)", True),
+              "pop_and_restore_ms": ("`pop_item` + re-add", False),
+              "pop_item_ms": ("`pop_item` alone", True)}
+CLAUDE_OPS = {"load_ms": ("`load`", True), "append_1_ms": ("append 1 entry", True),
+              "append_turn_ms": ("append a turn", True), "append_500_ms": ("append 500", True)}
+
+
+def op_label(ops: dict[str, tuple[str, bool]], op: str) -> tuple[str, bool]:
+    return ops.get(op, (f"`{op.removesuffix('_ms')}`", True))
 
 
 def vs(ours: float, theirs: float, r: float) -> str:
@@ -570,19 +579,29 @@ def verdict(checks: list[tuple[str, float]], what: str) -> str:
             + (f"; not met: {', '.join(bad)}." if bad else "."))
 
 
+def side_by_side(rows: list[dict[str, Any]], size: str, peer: str,
+                 ops: dict[str, tuple[str, bool]]) -> tuple[str, list[tuple[str, float]]]:
+    """A table of convlog vs ``peer`` per size and operation (ms and ratio), and the
+    ratios of the operations that have a target."""
+    names = list(rows[0]["convlog"])
+    body, checks = [], []
+    for row in rows:
+        cells = [f"{row[size]:,}"]
+        for op in names:
+            ours, theirs = row["convlog"][op], row[peer][op]
+            cells.append(vs(ours, theirs, ours / theirs))
+            label, target = op_label(ops, op)
+            if target:
+                checks.append((f"{label} @{k(row[size])}", ours / theirs))
+        body.append(cells)
+    return table([size, *(op_label(ops, op)[0] for op in names)], body), checks
+
+
 def block_sdks(load: Loader) -> str:
     d = load("sdks")
-    rows, checks = [], []
-    for row in d["rows"]:
-        cells = [f"{row['items']:,}"]
-        for op, label, target in OPENAI_OPS:
-            r = row["convlog"][op] / row["sqlite_session"][op]
-            cells.append(vs(row["convlog"][op], row["sqlite_session"][op], r))
-            if target:
-                checks.append((f"{label} @{k(row['items'])}", r))
-        rows.append(cells)
+    text, checks = side_by_side(d["rows"], "items", "sqlite_session", OPENAI_OPS)
     peak = d["peak_read_mib"]
-    return (table(["items", *(label for _, label, _ in OPENAI_OPS)], rows)
+    return (text
             + f"\n\nconvlog vs `SQLiteSession`, medians of {d['repeat']} calls; ratio convlog / "
               f"SQLiteSession (below 1: convlog is faster). Peak Python memory (tracemalloc) "
               f"of one `get_items()` of {peak['items']:,} items: convlog "
@@ -590,23 +609,12 @@ def block_sdks(load: Loader) -> str:
             + verdict(checks, "`SQLiteSession`"))
 
 
-CLAUDE_OPS = (("load_ms", "`load`"), ("append_1_ms", "append 1 entry"),
-              ("append_turn_ms", "append a turn"), ("append_500_ms", "append 500"))
-
-
 def block_sdks_claude(load: Loader) -> str:
     d = load("sdks-claude")
-    rows, checks, memory = [], [], []
-    for row in d["rows"]:
-        cells = [f"{row['entries']:,}"]
-        for op, label in CLAUDE_OPS:
-            r = row["convlog"][op] / row["sqlite_reference"][op]
-            cells.append(vs(row["convlog"][op], row["sqlite_reference"][op], r))
-            checks.append((f"{label} @{k(row['entries'])}", r))
-            memory.append(row["in_memory"][op])
-        rows.append(cells)
+    text, checks = side_by_side(d["rows"], "entries", "sqlite_reference", CLAUDE_OPS)
+    memory = [v for row in d["rows"] for v in row["in_memory"].values()]
     peak = d["peak_load_mib"]
-    return (table(["entries", *(label for _, label in CLAUDE_OPS)], rows)
+    return (text
             + f"\n\nconvlog vs the SQLite reference store, medians of {d['repeat']} calls "
               f"(fewer for 500 entries and loads); ratio convlog / reference (below 1: convlog "
               f"is faster). The SDK's `InMemorySessionStore` takes {num(min(memory))}-"
@@ -617,20 +625,23 @@ def block_sdks_claude(load: Loader) -> str:
             + verdict(checks, "the SQLite reference store"))
 
 
-ADK_OPS = (("get_session_3000_ms", "`get_session`, 3,000 events"),
-           ("append_event_ms", "`append_event`"),
-           ("list_sessions_5000_ms", "`list_sessions`, 5,000 sessions"),
-           ("list_sessions_10000_ms", "`list_sessions`, 10,000 sessions"))
+def adk_label(op: str) -> str:
+    """``list_sessions_5000_ms`` -> "`list_sessions`, 5,000 sessions"."""
+    match = re.fullmatch(r"(?P<call>[a-z_]+?)(?:_(?P<n>\d+))?_ms", op)
+    if not match:
+        return f"`{op}`"
+    unit = " events" if match["call"] == "get_session" else " sessions"
+    return f"`{match['call']}`" + (f", {int(match['n']):,}{unit}" if match["n"] else "")
 
 
 def block_sdks_adk(load: Loader) -> str:
     d = load("sdks-adk")
     ours, theirs = d["convlog"], d["database_session_service"]
     rows, checks = [], []
-    for op, label in ADK_OPS:
+    for op in ours:
         r = ours[op] / theirs[op]
-        rows.append([label, ms(ours[op]), ms(theirs[op]), ratio(r), met(r <= 1.0)])
-        checks.append((label, r))
+        rows.append([adk_label(op), ms(ours[op]), ms(theirs[op]), ratio(r), met(r <= 1.0)])
+        checks.append((adk_label(op), r))
     return (table(["operation", "convlog", "ADK `DatabaseSessionService`", "ratio",
                    "<= 1.0x"], rows, right=[False, True, True, True, False])
             + "\n\nRatio: convlog / ADK (below 1: convlog is faster).\n\n"
@@ -694,7 +705,12 @@ def render_block(name: str, runs: dict[str, list[Result]], date: str | None = No
     if name not in BLOCKS:
         raise ReportError(f"block {name!r}: no renderer (known: {', '.join(BLOCKS)})")
     load = Loader(runs, date)
-    body = BLOCKS[name](load)
+    try:
+        body = BLOCKS[name](load)
+    except (KeyError, TypeError, IndexError, ZeroDivisionError) as error:
+        files = ", ".join(r.path.name for r in load.used)
+        raise ReportError(f"block {name!r}: cannot read {error!r} from {files}: did the "
+                          "bench's JSON change? Update its renderer in bench/report.py") from error
     if name == "runs":  # its table is the headers of every run
         return body + "\n"
     return "\n".join(header(r) for r in load.used) + "\n\n" + body + "\n"

@@ -152,3 +152,26 @@ def test_the_claude_section_of_a_new_sdks_run_beats_an_old_file_of_the_same_day(
     assert report.main(["--root", str(tmp_path), "--results", str(results)]) == 0
     text = (tmp_path / "BENCHMARKS.md").read_text()
     assert "`bench/results/sdks-2026-11-25.json`" in text and "| 1,000 | 1.00 vs" in text
+
+
+def test_a_new_operation_in_an_sdk_bench_is_shown_and_judged(tmp_path: Path) -> None:
+    results = write_root(tmp_path, "sdks")
+    data = json.loads((RESULTS / "sdks-2026-11-25.json").read_text())
+    for row in data["rows"]:
+        row["convlog"]["get_all_cpu_ms"] = 2.0
+        row["sqlite_session"]["get_all_cpu_ms"] = 1.0
+    (results / "sdks-2026-11-25.json").write_text(json.dumps(data))
+    assert report.main(["--root", str(tmp_path), "--results", str(results)]) == 0
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "`get_all_cpu` |" in text and "`get_all_cpu` @100k (2.00x)" in text
+
+
+def test_results_the_renderer_cannot_read_are_an_error_naming_block_and_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = write_root(tmp_path, "crypto")
+    data = json.loads((RESULTS / "crypto-2026-11-23.json").read_text())
+    del data["ratio"]
+    (results / "crypto-2026-11-23.json").write_text(json.dumps(data))
+    assert report.main(["--root", str(tmp_path), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "block 'crypto'" in err and "'ratio'" in err and "crypto-2026-11-23.json" in err
