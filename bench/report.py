@@ -713,7 +713,7 @@ def render_block(name: str, runs: dict[str, list[Result]], date: str | None = No
                           "bench's JSON change? Update its renderer in bench/report.py") from error
     if name == "runs":  # its table is the headers of every run
         return body + "\n"
-    return "\n".join(header(r) for r in load.used) + "\n\n" + body + "\n"
+    return "\n\n".join(header(r) for r in load.used) + "\n\n" + body + "\n"
 
 
 def render_text(text: str, runs: dict[str, list[Result]], date: str | None = None) -> str:
