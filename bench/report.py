@@ -226,8 +226,8 @@ def header(result: Result) -> str:
 
 def block_peers_run(load: Loader) -> str:
     d = load("peers")
-    m = d.get("meta", {}).get("machine") or d["machine"]
-    packages = m.get("packages") or m
+    m = {**d.get("machine", {}), **d.get("meta", {}).get("machine", {})}
+    packages = {**m, **m.get("packages", {})}
 
     def versions(names: Sequence[str]) -> str:
         return ", ".join(f"{n} {packages[n]}" for n in names

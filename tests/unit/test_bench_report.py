@@ -175,3 +175,42 @@ def test_results_the_renderer_cannot_read_are_an_error_naming_block_and_file(
     assert report.main(["--root", str(tmp_path), "--results", str(results)]) == 2
     err = capsys.readouterr().err
     assert "block 'crypto'" in err and "'ratio'" in err and "crypto-2026-11-23.json" in err
+
+
+def test_a_whole_make_bench_run_fills_every_block_and_says_it_is_one_revision(
+        tmp_path: Path) -> None:
+    """What the lead does at the final commit: every bench saved today with metadata
+    (older files left beside them), then one render of all the files."""
+    from bench import meta
+
+    (tmp_path / "docs").mkdir()
+    for name in report.FILES:
+        (tmp_path / name).write_text((report.REPO / name).read_text())
+    results = tmp_path / "results"
+    results.mkdir()
+    for old in RESULTS.glob("*.json"):
+        shutil.copy(old, results)
+    load = report.Loader(report.scan(RESULTS))
+    for bench in report.COMMANDS:
+        load(bench)
+    for result in load.used:
+        if result.bench == "sdks-claude":
+            continue
+        data = dict(result.data)
+        data["meta"] = {
+            "bench": result.bench, "mode": "full", "utc_start": "2026-12-01T15:00:00+00:00",
+            "utc_end": "2026-12-01T15:03:00+00:00", "revision": "f1na1ab", "dirty": False,
+            "command": report.COMMANDS[result.bench], "machine": meta.machine(),
+            "noise": {"load_start": [0.3], "load_end": [1.2], "cores": 2,
+                      "host_pace": data.get("host_pace")}}
+        if result.bench == "sdks":
+            data["claude_agent_sdk"] = json.loads(
+                (RESULTS / "sdks-claude-2026-11-25.json").read_text())
+        (results / f"{result.bench}-2026-12-01.json").write_text(json.dumps(data))
+    assert report.main(["--root", str(tmp_path), "--results", str(results)]) == 0
+    text = "".join((tmp_path / name).read_text() for name in report.FILES)
+    assert "Every figure below comes from one revision." in text
+    headers = [line for line in text.splitlines() if line.startswith("*full run")]
+    assert headers and all("2026-12-01 15:00-15:03 UTC, revision `f1na1ab`" in h
+                           for h in headers)
+    assert "-2026-12-01.json" in text and "2026-11-2" not in text
