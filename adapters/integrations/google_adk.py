@@ -183,7 +183,7 @@ class ConvlogSessionService(BaseSessionService):
             if config.after_timestamp is not None:
                 dumps = [e for e in dumps if e["timestamp"] >= config.after_timestamp]
             if config.num_recent_events is not None:
-                dumps = dumps[len(dumps) - config.num_recent_events:] if (
+                dumps = dumps[max(0, len(dumps) - config.num_recent_events):] if (
                     config.num_recent_events) else []
         events = [Event.model_validate(e) for e in dumps]
         return Session(app_name=app_name, user_id=user_id, id=sid, events=events,

@@ -80,6 +80,7 @@ async def script(service: BaseSessionService) -> list[Any]:
     await service.create_session(app_name="other", user_id="u1", session_id="s3")
     for config in (None, GetSessionConfig(num_recent_events=0),
                    GetSessionConfig(num_recent_events=2),
+                   GetSessionConfig(num_recent_events=5),  # one more than it holds: all
                    GetSessionConfig(after_timestamp=1001.5),
                    GetSessionConfig(num_recent_events=1, after_timestamp=1000.0)):
         seen.append(shape(await service.get_session(app_name="shop", user_id="u1",
