@@ -110,6 +110,17 @@ def test_it_agrees_with_adks_own_in_memory_service(tmp_path: Path) -> None:
     asyncio.run(ours.close())
 
 
+def test_an_encrypted_store_agrees_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    """Sealed rows are opened before the lean read of each record (issue 30)."""
+    monkeypatch.setenv("CONVLOG_KEY", "44" * 32)
+    ours = ConvlogSessionService(f"sqlite:///{tmp_path / 'sealed.db'}")
+    expected = asyncio.run(script(InMemorySessionService()))
+    assert asyncio.run(script(ours)) == expected
+    asyncio.run(ours.close())
+    assert b"add A-1" not in (tmp_path / "sealed.db").read_bytes()
+
+
 def test_a_stale_session_object_is_refused(tmp_path: Path) -> None:
     async def go() -> None:
         service = ConvlogSessionService(f"sqlite:///{tmp_path / 'adk.db'}")
