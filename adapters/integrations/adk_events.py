@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from convlog.domain.content import (
     AnyPart,
     TextPart,
@@ -28,6 +30,24 @@ from convlog.domain.messages import Message
 
 SESSION = "session"
 STATE = "state"
+
+
+class Record(msgspec.Struct, frozen=True, gc=False):
+    """A record of a session's epoch as `get_session` reads it: its kind and either
+    an event's JSON, left undecoded (`msgspec.Raw`, which the collector never
+    tracks), or the session's initial state and time. Each event is decoded only
+    when it is folded and when it is validated, one at a time: a session's events
+    all decoded up front stayed alive through the validation of every ADK `Event`,
+    and the collector walked them again and again (issue 30)."""
+
+    adk: Any = None
+    event: msgspec.Raw = msgspec.Raw()
+    """Empty in a record that is not an event (msgspec has no ``Raw | None``)."""
+    state: Any = None
+    time: Any = 0.0
+
+
+RECORD: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
 
 
 def _parts(content: dict[str, Any] | None) -> list[AnyPart]:

@@ -51,6 +51,34 @@ def _parts(event: dict[str, Any]) -> list[Any]:
     return parts if isinstance(parts, list) else []
 
 
+def pairing_view(event: dict[str, Any]) -> dict[str, Any]:
+    """All `paired_events` reads of `event` to plan the pairing: its invocation, its
+    actions (only whether they mark an agent state), its long-running ids and the
+    parts that hold a function call or response (the others add nothing to the
+    plan). `paired_events` of the views returns the views themselves exactly when it
+    returns the events themselves, so a reader can decide on small views and leave
+    each whole event to be decoded when it is needed (issue 30); a list that needs
+    repairs is redone over the whole events, which `_without` and `_lost_event`
+    read. tests/sdks/test_google_adk_pairs.py checks the two agree."""
+    view: dict[str, Any] = {}
+    if "invocation_id" in event:
+        view["invocation_id"] = event["invocation_id"]
+    actions = event.get("actions")
+    if isinstance(actions, dict):
+        marks = {k: actions[k] for k in ("end_of_agent", "agent_state") if k in actions}
+        if marks:
+            view["actions"] = marks
+    elif actions:
+        view["actions"] = actions
+    if "long_running_tool_ids" in event:
+        view["long_running_tool_ids"] = event["long_running_tool_ids"]
+    tools = [p for p in _parts(event) if isinstance(p, dict) and (
+        "function_call" in p or "function_response" in p)]
+    if tools:
+        view["content"] = {"parts": tools}
+    return view
+
+
 def paired_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`events` (ADK event dumps, stored order) with every call answered and every
     response after its call; a well-paired session comes back as the same list."""

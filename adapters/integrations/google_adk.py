@@ -37,15 +37,18 @@ import convlog
 from convlog.domain.conversation import AppendMessages, Archive, Clear, StartConversation
 from convlog.domain.errors import UnknownConversation
 from convlog.integrations.adk_events import (
+    RECORD,
     SESSION,
     STATE,
+    Record,
     event_message,
     session_record,
     state_record,
 )
-from convlog.integrations.adk_pairs import paired_events
+from convlog.integrations.adk_pairs import paired_events, pairing_view
 from convlog.integrations.extras import require
 from convlog.projections.adk_sessions import split_state
+from convlog.storage.raw_items import RawJson, json_item
 
 require("google-adk", "google.adk", "convlog.integrations.google_adk")
 
@@ -73,18 +76,50 @@ def scope_key(app_name: str, user_id: str | None = None) -> str:
 
 _split = split_state  # (app, user, session) parts; the read model folds with the same
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
+_encode = msgspec.json.encode
 
 
-def _fold(records: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the session's own state, its stored events) from its epoch's records: the
-    initial state with every event's session-scoped deltas folded over it."""
-    state = dict(records[0].get("state") or {})
-    stored = [r["event"] for r in records if "event" in r]
-    for event in stored:
-        delta = (event.get("actions") or {}).get("state_delta")
-        if delta:
-            state.update(_split(delta)[2])
-    return state, stored
+def _record(raw: dict[str, Any] | None) -> Record:
+    """A record from a message decoded in full (an older stored version, upcast),
+    whose `raw` is already a dict: the same `Record` as from its JSON."""
+    return RECORD.decode(_encode(raw)) if raw else Record()
+
+
+class _Read:
+    """A session's epoch read in one pass over its records, each event decoded in
+    turn and let go: the session's own state (the initial state with every event's
+    session-scoped deltas folded over it), its last update, and per stored event its
+    JSON (undecoded), its timestamp and what pairing reads of it (`pairing_view`)."""
+
+    def __init__(self, records: list[Record]) -> None:
+        self.state: dict[str, Any] = dict(records[0].state or {})
+        self.raws: list[msgspec.Raw] = []
+        self.stamps: list[Any] = []
+        self.views: list[dict[str, Any]] = []
+        for record in records:
+            if not json_item(record.event):
+                continue
+            event = _decode(record.event)
+            delta = (event.get("actions") or {}).get("state_delta")
+            if delta:
+                self.state.update(_split(delta)[2])
+            self.raws.append(record.event)
+            self.stamps.append(event["timestamp"])
+            self.views.append(pairing_view(event))
+        # as ADK's SQLite service: the time of the last write, an event's own timestamp
+        self.updated = (float(self.stamps[-1]) if self.stamps else float(records[0].time))
+
+
+def _chosen(stamps: list[Any], config: GetSessionConfig | None) -> list[int]:
+    """The indexes of the events `config` asks for, as ADK's services choose them."""
+    chosen = list(range(len(stamps)))
+    if config is not None:
+        if config.after_timestamp is not None:
+            chosen = [i for i in chosen if stamps[i] >= config.after_timestamp]
+        if config.num_recent_events is not None:
+            chosen = chosen[max(0, len(chosen) - config.num_recent_events):] if (
+                config.num_recent_events) else []
+    return chosen
 
 
 class ConvlogSessionService(BaseSessionService):
@@ -159,13 +194,15 @@ class ConvlogSessionService(BaseSessionService):
             self.log.execute(key, [Clear(reason="delete_session"),
                                    Archive(reason="delete_session")])
 
-    def _records(self, key: str) -> list[dict[str, Any]] | None:
+    def _records(self, key: str) -> list[Record] | None:
         """The live records of a session's epoch; None when it does not exist."""
         try:  # raw records only: the rest of each message is never decoded (issue 30)
-            records = [m.raw or {} for m in self.log.live_items(key)]
+            items = self.log.live_json(key)
         except UnknownConversation:
             return None
-        if not records or records[0].get("adk") != SESSION:
+        records = [RECORD.decode(m.raw) if isinstance(m, RawJson) else _record(m.raw)
+                   for m in items]
+        if not records or records[0].adk != SESSION:
             return None
         return records
 
@@ -174,21 +211,19 @@ class ConvlogSessionService(BaseSessionService):
         records = self._records(session_key(app_name, user_id, sid))
         if records is None:
             return None
-        state, stored = _fold(records)
-        # as ADK's SQLite service: the time of the last write, an event's own timestamp
-        updated = (float(stored[-1]["timestamp"]) if stored
-                   else float(records[0].get("time", 0.0)))
-        dumps = paired_events(stored)  # calls and responses in pairs (issue 28)
-        if config is not None:
-            if config.after_timestamp is not None:
-                dumps = [e for e in dumps if e["timestamp"] >= config.after_timestamp]
-            if config.num_recent_events is not None:
-                dumps = dumps[len(dumps) - config.num_recent_events:] if (
-                    config.num_recent_events) else []
-        events = [Event.model_validate(e) for e in dumps]
+        read = _Read(records)
+        # calls and responses in pairs (issue 28), planned on the views: a session
+        # needing no repair has its events decoded and validated one at a time
+        if paired_events(read.views) is read.views:
+            events = [Event.model_validate(_decode(read.raws[i]))
+                      for i in _chosen(read.stamps, config)]
+        else:
+            dumps = paired_events([_decode(raw) for raw in read.raws])
+            events = [Event.model_validate(dumps[i])
+                      for i in _chosen([e["timestamp"] for e in dumps], config)]
         return Session(app_name=app_name, user_id=user_id, id=sid, events=events,
-                       state=self._merged(app_name, user_id, state),
-                       last_update_time=updated)
+                       state=self._merged(app_name, user_id, read.state),
+                       last_update_time=read.updated)
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
         """As ADK's services: every session of the app (or of one user), its state
@@ -225,9 +260,8 @@ class ConvlogSessionService(BaseSessionService):
                 records = self._records(key)
                 if records is None:
                     continue
-                own, stored = _fold(records)
-                updated = (float(stored[-1]["timestamp"]) if stored
-                           else float(records[0].get("time", 0.0)))
+                read = _Read(records)
+                own, updated = read.state, read.updated
             elif kind != SESSION:
                 continue  # deleted and not created again
             else:

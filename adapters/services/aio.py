@@ -24,7 +24,7 @@ from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
-from convlog.services.items import RawEntry, RawItem
+from convlog.services.items import RawEntry, RawItem, RawJson
 from convlog.services.log import ConversationLog
 from convlog.services.memory import MemoryBlock
 from convlog.services.options import LogOptions
@@ -119,6 +119,9 @@ class AsyncConversationLog:
                          ) -> list[MessageAppended | RawItem | RawEntry]:
         return await asyncio.to_thread(self.sync.live_items, key, last=last,
                                        raw_only=raw_only)
+
+    async def live_json(self, key: str) -> list[MessageAppended | RawJson]:
+        return await asyncio.to_thread(self.sync.live_json, key)
 
     async def state(self, key: str) -> Conversation:
         return await asyncio.to_thread(self.sync.state, key)

@@ -21,9 +21,17 @@ from convlog.projections.pairing import PartKinds, Tools, describe, message_tool
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.mapper import all_topics
-from convlog.storage.raw_items import ImageRef, TextRef, ThinkingRef, ToolResultRef, ToolUseRef
+from convlog.storage.raw_items import (
+    ImageRef,
+    Lean,
+    TextRef,
+    ThinkingRef,
+    ToolResultRef,
+    ToolUseRef,
+)
 from convlog.storage.raw_items import RawEntry as RawEntry
 from convlog.storage.raw_items import RawItem as RawItem
+from convlog.storage.raw_items import RawJson as RawJson
 
 PAGE = 128
 _UNDO_TOPICS = [*all_topics(MessageRetracted), *all_topics(ConversationCleared)]
@@ -71,7 +79,7 @@ def live_messages(store: ConversationStore, state: Conversation, last: int | Non
 
 
 def live_items(store: ConversationStore, key: str, last: int | None = None,
-               raw_only: bool = False) -> list[MessageAppended | RawItem | RawEntry]:
+               shape: Lean = RawItem) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
     """`live_messages` for SDK session stores: the same choice of live messages, but a
     message carrying an SDK item comes back as a `RawItem` (its id and the item),
     decoded without the rest of the message (issue 30: the full decode was two thirds
@@ -82,13 +90,14 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
     stops at (or restarts after) the newest `conversation_cleared`. Reading starts
     after the epoch start this process last saw, which is safe because epochs only
     move forward. Raises UnknownConversation when nothing was ever recorded.
-    `raw_only`: `RawEntry`s (id and item, no readable content) for the messages
-    carrying an SDK item (a Claude transcript entry holds what pairing reads)."""
+    `shape`: `RawEntry`s (id and item, no readable content) for the messages
+    carrying an SDK item (a Claude transcript entry holds what pairing reads), or
+    `RawJson`s (id and the item's JSON, undecoded: Google ADK's `get_session`)."""
     cid = conversation_id(key)
     floor = store.epoch_floor(cid)
     after = floor or None
     if last is None:
-        events = store.item_events(cid, after=after, raw_only=raw_only)
+        events = store.item_events(cid, after=after, shape=shape)
         if not events and not floor:
             raise UnknownConversation(key)
         return _live(events)
@@ -96,13 +105,13 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
         if not floor and not store.item_rows(cid, desc=True, limit=1):
             raise UnknownConversation(key)
         return []
-    found: list[MessageAppended | RawItem | RawEntry] = []
+    found: list[MessageAppended | RawItem | RawEntry | RawJson] = []
     seen: set[str] = set()
     upto: int | None = None
     page = min(PAGE, last)  # the usual tail is all live messages: read just those
     while True:
         rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page,
-                               raw_only=raw_only)
+                               shape=shape)
         if not rows and upto is None and not floor:
             raise UnknownConversation(key)
         for _, event in rows:
@@ -155,13 +164,13 @@ def retracted_since(store: ConversationStore, key: str, since: str
         upto = rows[-1][0] - 1
 
 
-_ITEMS = (RawItem, RawEntry)
+_ITEMS = (RawItem, RawEntry, RawJson)
 
 
-def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem | RawEntry]:
+def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
     """The live messages among `events` (oldest first): those after the newest clear,
     without the retracted ones."""
-    kept: list[MessageAppended | RawItem | RawEntry] = []
+    kept: list[MessageAppended | RawItem | RawEntry | RawJson] = []
     retracted: set[str] = set()
     append = kept.append
     for event in events:

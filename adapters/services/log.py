@@ -74,7 +74,7 @@ from convlog.services.tiers import resume
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageError
-from convlog.storage.mapper import RawEntry, RawItem
+from convlog.storage.mapper import RawEntry, RawItem, RawJson
 from convlog.storage.urls import StorageConfig, parse_url
 from convlog.views.analytics import Analytics, CatalogRow
 
@@ -392,7 +392,15 @@ class ConversationLog(CatalogQueries):
         `raw_only` as a `RawEntry` (id + item), without decoding the rest (issue 30)."""
         if last is not None and last < 0:
             raise InvalidInput("last cannot be negative", field="last")
-        return items.live_items(self._store, check_key(key), last, raw_only)
+        return items.live_items(  # type: ignore[return-value]  # no RawJson asked for
+            self._store, check_key(key), last, RawEntry if raw_only else RawItem)
+
+    def live_json(self, key: str) -> list[MessageAppended | RawJson]:
+        """`live_items` with each SDK item's JSON left undecoded (`RawJson`), for a
+        store that decodes the items one at a time (Google ADK's `get_session`,
+        issue 30)."""
+        return items.live_items(  # type: ignore[return-value]  # only RawJson asked for
+            self._store, check_key(key), None, RawJson)
 
     def transcript(self, key: str) -> list[TranscriptLine]:
         return transcript(self.events(key))

@@ -37,7 +37,7 @@ from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
 from convlog.storage.errors import ConcurrencyError, StorageError, StorageUnavailable
-from convlog.storage.mapper import Envelope, MsgspecMapper, all_topics
+from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics
 from convlog.storage.sealed import Sealer
 
 SNAPSHOT_INTERVAL = 500
@@ -292,17 +292,18 @@ class ConversationStore(Application[UUID]):
     @storage_errors
     def item_rows(self, conversation: UUID, *, after: int | None = None,
                   upto: int | None = None, desc: bool = False, limit: int | None = None,
-                  raw_only: bool = False) -> list[tuple[int, Any]]:
+                  shape: Lean = RawItem) -> list[tuple[int, Any]]:
         """(version, event) like `recorded`, for SDK session stores: messages that
         carry an SDK item come back as `RawItem`s (see `MsgspecMapper.decode_item`),
         everything else as its event. The rows are read straight from the recorder:
-        no envelope per row. `raw_only`: `RawEntry`s (id and item only) instead."""
+        no envelope per row. `shape`: `RawEntry`s (id and item only) or `RawJson`s
+        (id and the item's JSON) instead."""
         return self.codec.decode_items(conversation, self._rows(
-            conversation, after=after, upto=upto, desc=desc, limit=limit), raw_only)
+            conversation, after=after, upto=upto, desc=desc, limit=limit), shape)
 
     @storage_errors
     def item_events(self, conversation: UUID, *, after: int | None = None,
-                    raw_only: bool = False) -> list[Any]:
+                    shape: Lean = RawItem) -> list[Any]:
         """The events of `item_rows` for the whole stream after `after`, oldest first
         and without their versions (a whole session's `get_items()`, issue 30). On
         SQLite they are decoded as they are read, 1,000 rows at a time."""
@@ -310,9 +311,9 @@ class ConversationStore(Application[UUID]):
         if select_decoded is not None:
             return select_decoded(  # type: ignore[no-any-return]
                 conversation, functools.partial(self.codec.decode_events, conversation,
-                                                raw_only=raw_only), gt=after)
+                                                shape=shape), gt=after)
         return self.codec.decode_events(conversation, self._rows(conversation, after=after),
-                                        raw_only)
+                                        shape)
 
     def _rows(self, conversation: UUID, *, after: int | None = None,
               upto: int | None = None, desc: bool = False, limit: int | None = None

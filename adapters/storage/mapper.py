@@ -28,8 +28,11 @@ from convlog.crypto.errors import UnknownDataKey
 from convlog.domain.conversation import Conversation
 from convlog.domain.events import EVENT_TYPES, Event, MessageAppended
 from convlog.storage.errors import CorruptEvent
+from convlog.storage.raw_items import Lean as Lean
 from convlog.storage.raw_items import RawEntry as RawEntry
 from convlog.storage.raw_items import RawItem as RawItem
+from convlog.storage.raw_items import RawJson as RawJson
+from convlog.storage.raw_items import json_item
 from convlog.storage.sealed import SNAPSHOT_TOPIC as SNAPSHOT_TOPIC
 from convlog.storage.sealed import Sealer, SealError, sealed_at
 
@@ -83,8 +86,8 @@ class MsgspecMapper(Mapper[UUID]):
         self._topics: dict[type[Any], str] = {c: topic_of(c) for c in EVENT_TYPES}
         self._topics[Conversation] = SNAPSHOT_TOPIC
         self._current = {topic: self._decoders[cls] for cls, topic in self._topics.items()}
-        self._raw_items = msgspec.json.Decoder(RawItem)
-        self._raw_entries = msgspec.json.Decoder(RawEntry)
+        self._lean: dict[Lean, msgspec.json.Decoder[Any]] = {
+            shape: msgspec.json.Decoder(shape) for shape in (RawItem, RawEntry, RawJson)}
         self._message_topic = self._topics[MessageAppended]
         self.sealer: Sealer | None = None
         """Set by the application on an encrypted store (convlog.storage.sealed)."""
@@ -138,47 +141,48 @@ class MsgspecMapper(Mapper[UUID]):
                                                state=state))
 
     def decode_item(self, originator_id: Any, version: int, topic: str, state: bytes,
-                    raw_only: bool = False) -> Any:
+                    shape: Lean = RawItem) -> Any:
         """`decode_row`, except that a current `message_appended` row carrying an SDK
         item comes back as a `RawItem` (id and item only). Anything else (older
         versions that need an upcaster, messages without `raw`, other events) is
         decoded in full, so what callers get is never less than the stored truth.
-        `raw_only`: a `RawEntry` (id and item) instead of a `RawItem`."""
+        `shape`: the lean row to hand back (a `RawEntry`: id and item; a `RawJson`: id
+        and the item's JSON, undecoded)."""
         if topic == self._message_topic:
             if self.sealer is not None:
                 at = sealed_at(state)
                 if at >= 0:
                     state = self._open_sealed(originator_id, version, topic, state, at)
             try:
-                item: RawItem | RawEntry = (self._raw_entries if raw_only
-                                            else self._raw_items).decode(state)
-                if item.raw is not None:
+                item: RawItem | RawEntry | RawJson = self._lean[shape].decode(state)
+                if item.raw is not None and (shape is not RawJson or json_item(item.raw)):
                     return item
             except Exception:
                 pass  # decoded in full below, with its typed error if it is corrupt
         return self.decode_row(originator_id, version, topic, state)
 
     def decode_items(self, originator_id: Any, rows: Sequence[tuple[int, str, bytes]],
-                     raw_only: bool = False) -> list[tuple[int, Any]]:
+                     shape: Lean = RawItem) -> list[tuple[int, Any]]:
         """(version, `decode_item`) of each (version, topic, state) row: a page of a
         backwards walk, where the caller needs the versions."""
         return list(zip([row[0] for row in rows],
-                        self.decode_events(originator_id, rows, raw_only), strict=True))
+                        self.decode_events(originator_id, rows, shape), strict=True))
 
     def decode_events(self, originator_id: Any, rows: Iterable[tuple[int, str, bytes]],
-                      raw_only: bool = False) -> list[Any]:
+                      shape: Lean = RawItem) -> list[Any]:
         """`decode_item` of each (version, topic, state) row, in one loop and without
         the versions: a whole session's `get_items()` decodes every row, and a call
         per row was a tenth of it, a (version, event) pair per row another few
-        percent (issue 30). Sealed rows take `decode_item`'s way. `raw_only`:
-        `RawEntry`s instead of `RawItem`s (as `decode_item`)."""
+        percent (issue 30). Sealed rows take `decode_item`'s way. `shape`: as
+        `decode_item`."""
         if self.sealer is not None:
             decode_item = self.decode_item
-            return [decode_item(originator_id, version, topic, state, raw_only)
+            return [decode_item(originator_id, version, topic, state, shape)
                     for version, topic, state in rows]
         lean, message_topic, decode_row = (
-            (self._raw_entries if raw_only else self._raw_items).decode,
+            self._lean[shape].decode,
             self._message_topic, self.decode_row)
+        present = json_item if shape is RawJson else None
         out: list[Any] = []
         append = out.append
         for version, topic, state in rows:
@@ -187,7 +191,8 @@ class MsgspecMapper(Mapper[UUID]):
                     item = lean(state)
                 except Exception:
                     item = None  # decoded in full below, with its typed error
-                if item is not None and item.raw is not None:
+                if item is not None and item.raw is not None and (
+                        present is None or present(item.raw)):
                     append(item)
                     continue
             append(decode_row(originator_id, version, topic, state))

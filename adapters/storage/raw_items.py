@@ -8,7 +8,8 @@ every row holds its words twice) are skipped unparsed into Python: decoding them
 a third of `get_items()` at 10k items (issue 30). Decoding only, no stored format:
 the structs below read the same JSON `MessageAppended` writes, and `RawItem` is what
 `ConversationLog.live_items` hands back (convlog.services.items.item_tools reads it);
-`RawEntry` what it hands back with `raw_only=True` (the Claude store's `load`).
+`RawEntry` what it hands back with `raw_only=True` (the Claude store's `load`), and
+`RawJson` with `raw_json=True` (the Google ADK service's `get_session`).
 """
 
 from __future__ import annotations
@@ -85,5 +86,30 @@ class RawEntry(msgspec.Struct, frozen=True, gc=False):
     message_id: str
     raw: dict[str, Any] | None = None
 
+
+class RawJson(msgspec.Struct, frozen=True, gc=False):
+    """A `message_appended` row decoded to its id and the JSON of its SDK item, not
+    decoded at all: `msgspec.Raw` is a view of the row's bytes, which the collector
+    never tracks. For a store that turns each item into objects of its own one at a
+    time (Google ADK's `Event.model_validate`): a whole session's items decoded up
+    front stayed alive through every validation, and the collector walked them again
+    and again (issue 30: a 3,000-event `get_session`, about a second full collection
+    per call)."""
+
+    message_id: str
+    raw: msgspec.Raw = msgspec.Raw()
+    """Empty when the row holds no item (msgspec has no ``Raw | None``)."""
+
+
+def json_item(raw: object) -> bool:
+    """Whether a `RawJson.raw` holds an item (a message without one stores none, or,
+    written by hand, ``null``); for the other rows, whether their `raw` is not None."""
+    if not isinstance(raw, msgspec.Raw):
+        return raw is not None
+    return len(raw) > 4 or (len(raw) > 0 and bytes(raw) != b"null")
+
+
+Lean = type[RawItem] | type[RawEntry] | type[RawJson]
+"""Which of the lean rows above a read hands back for messages carrying an item."""
 
 RAW_ITEMS: msgspec.json.Decoder[RawItem] = msgspec.json.Decoder(RawItem)

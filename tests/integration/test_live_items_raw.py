@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 import convlog
 from convlog.domain.events import MessageAppended
-from convlog.services.items import RawEntry, RawItem
+from convlog.services.items import RawEntry, RawItem, RawJson
+
+
+def as_raw(m: MessageAppended | RawJson) -> object:
+    """The item of a `live_json` row, decoded: what `live_messages` holds."""
+    return msgspec.json.decode(m.raw) if isinstance(m, RawJson) else m.raw
 
 
 def item(n: int) -> dict[str, object]:
@@ -50,6 +56,11 @@ def test_live_items_choose_what_live_messages_choose(log: convlog.ConversationLo
     bare = log.live_items("lean", last=last, raw_only=True)
     assert [(m.message_id, m.raw) for m in bare] == [(m.message_id, m.raw) for m in full]
     assert all(type(m) is RawEntry for m in bare[:-1]) and bare[-1] == lean[-1]
+    if last is None:  # live_json (Google ADK's get_session): the item's JSON, undecoded
+        json = log.live_json("lean")
+        assert [(m.message_id, as_raw(m)) for m in json] == [
+            (m.message_id, m.raw) for m in full]
+        assert all(type(m) is RawJson for m in json[:-1]) and json[-1] == lean[-1]
 
 
 def test_live_items_of_an_encrypted_store(tmp_path: Path,
@@ -65,6 +76,7 @@ def test_live_items_of_an_encrypted_store(tmp_path: Path,
         assert [m.raw for m in lean] == [m.raw for m in log.live_messages("lean")]
         assert lean[0].raw == item(5)
         assert [m.raw for m in log.live_items("lean", raw_only=True)] == [m.raw for m in lean]
+        assert [as_raw(m) for m in log.live_json("lean")] == [m.raw for m in lean]
         for last in (1, 3, 20):
             assert [m.raw for m in log.live_items("lean", last=last)] == [
                 m.raw for m in log.live_messages("lean", last=last)]

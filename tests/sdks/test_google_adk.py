@@ -80,6 +80,7 @@ async def script(service: BaseSessionService) -> list[Any]:
     await service.create_session(app_name="other", user_id="u1", session_id="s3")
     for config in (None, GetSessionConfig(num_recent_events=0),
                    GetSessionConfig(num_recent_events=2),
+                   GetSessionConfig(num_recent_events=5),  # one more than it holds: all
                    GetSessionConfig(after_timestamp=1001.5),
                    GetSessionConfig(num_recent_events=1, after_timestamp=1000.0)):
         seen.append(shape(await service.get_session(app_name="shop", user_id="u1",
@@ -107,6 +108,17 @@ def test_it_agrees_with_adks_own_in_memory_service(tmp_path: Path) -> None:
     expected = asyncio.run(script(InMemorySessionService()))
     assert asyncio.run(script(ours)) == expected
     asyncio.run(ours.close())
+
+
+def test_an_encrypted_store_agrees_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    """Sealed rows are opened before the lean read of each record (issue 30)."""
+    monkeypatch.setenv("CONVLOG_KEY", "44" * 32)
+    ours = ConvlogSessionService(f"sqlite:///{tmp_path / 'sealed.db'}")
+    expected = asyncio.run(script(InMemorySessionService()))
+    assert asyncio.run(script(ours)) == expected
+    asyncio.run(ours.close())
+    assert b"add A-1" not in (tmp_path / "sealed.db").read_bytes()
 
 
 def test_a_stale_session_object_is_refused(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ NOT_ON_THE_HANDLE = {  # operations of the log taking a key that a handle does n
     "conversation": "returns a handle",
     "state": "a property of the handle (`conv.state`)",
     "live_items": "the SDK session stores' read path (issue 30), asked of the log",
+    "live_json": "the Google ADK service's read path (issue 30), asked of the log",
 }
 HTTP_EXTRA_PARAMS = {  # parameters only a remote call has
     "append_turn": {"idempotency_key": "HTTP retries replay by Idempotency-Key"},
