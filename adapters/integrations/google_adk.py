@@ -48,7 +48,7 @@ from convlog.integrations.adk_events import (
 from convlog.integrations.adk_pairs import paired_events, pairing_view
 from convlog.integrations.extras import require
 from convlog.projections.adk_sessions import split_state
-from convlog.storage.raw_items import RawJson, json_item
+from convlog.services.items import RawJson, json_item
 
 require("google-adk", "google.adk", "convlog.integrations.google_adk")
 

@@ -32,6 +32,7 @@ from convlog.storage.raw_items import (
 from convlog.storage.raw_items import RawEntry as RawEntry
 from convlog.storage.raw_items import RawItem as RawItem
 from convlog.storage.raw_items import RawJson as RawJson
+from convlog.storage.raw_items import json_item as json_item
 
 PAGE = 128
 _UNDO_TOPICS = [*all_topics(MessageRetracted), *all_topics(ConversationCleared)]
