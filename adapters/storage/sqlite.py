@@ -53,6 +53,7 @@ from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit
 _CHUNK = 1_000  # rows a whole-stream read decodes at a time (select_decoded)
+_ROWS = 200  # rows an insert of many takes at once (4 values a row: far below the limit)
 T = TypeVar("T")
 _STREAM_CACHE = 65_536  # stream numbers remembered by a writer (~10 MiB at most)
 _TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
@@ -144,6 +145,8 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         # life. Saves an indexed lookup (~5 us) per append. Bounded; cleared when full.
         self._streams: dict[UUID, int] = {}
         self._insert_message_id = f"INSERT INTO {self.index_table} VALUES (?, ?)"
+        self._events_head = (f"INSERT INTO {self.events_table_name} (originator_id, "
+                             "originator_version, topic, state) VALUES ")
         self._identity: str | None = None
 
     def construct_create_table_statements(self) -> list[str]:
@@ -253,15 +256,17 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
                message_ids: tuple[UUID, Sequence[str]] | None) -> tuple[UUID, int] | None:
         """Insert the events and index their message ids; returns (stream id, stream
         number) when it indexed any."""
-        if len(stored_events) == 1:  # one message appended: no executemany list
+        if len(stored_events) == 1:  # one message appended: no parameter list
             s = stored_events[0]
             conn.execute(self.insert_events_statement, (
                 s.originator_id.hex if isinstance(s.originator_id, UUID) else s.originator_id,
                 s.originator_version, s.topic, s.state))
         else:
-            conn.executemany(self.insert_events_statement, [
-                (s.originator_id.hex if isinstance(s.originator_id, UUID) else s.originator_id,
-                 s.originator_version, s.topic, s.state) for s in stored_events])
+            values: list[Any] = []
+            for s in stored_events:
+                values += (s.originator_id.hex if isinstance(s.originator_id, UUID)
+                           else s.originator_id, s.originator_version, s.topic, s.state)
+            self._insert_rows(conn, self._events_head, 4, values)
         if not message_ids:
             return None
         conversation, new_ids = message_ids
@@ -275,8 +280,23 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         if len(new_ids) == 1:
             conn.execute(self._insert_message_id, (number, new_ids[0]))
         else:
-            conn.executemany(self._insert_message_id, [(number, m) for m in new_ids])
+            values = []
+            for message_id in new_ids:
+                values += (number, message_id)
+            self._insert_rows(conn, f"INSERT INTO {self.index_table} VALUES ", 2, values)
         return conversation, number
+
+    @staticmethod
+    def _insert_rows(conn: sqlite3.Cursor, head: str, width: int, values: list[Any]) -> None:
+        """Rows of `width` values each, `_ROWS` to a statement (``VALUES (?,?),(?,?)``):
+        one step per statement rather than one per row as `executemany` takes; 500
+        events and their index rows were inserted in 4.6 ms that way, 2.0 ms this way
+        (issue 30). The statements of the usual sizes stay in the connection's cache."""
+        step = _ROWS * width
+        row = "(" + ",".join("?" * width) + ")"
+        for at in range(0, len(values), step):
+            chunk = values[at:at + step]
+            conn.execute(head + ",".join([row] * (len(chunk) // width)), chunk)
 
     def close_writer(self) -> None:
         with self._writer_lock:
