@@ -109,7 +109,7 @@ def _fast(entry: Mapping[str, Any], data: bytes, message_id: str, agent: str | N
     if head.type not in _SPEAKERS or body is None:
         return _Built(id=message_id, role="assistant", content=[], raw=raw, agent=agent)
     content = body.content
-    parts: str | list[AnyPart] = content if type(content) is str else [
+    parts: str | list[AnyPart] = content if isinstance(content, str) else [
         part for part in map(_part, content) if part is not None]
     if head.type == "user":
         return _Built(id=message_id, role="user", content=parts, raw=raw)
