@@ -41,7 +41,7 @@ _decode = msgspec.json.Decoder().decode
 _SPEAKERS = ("user", "assistant")
 
 
-class _Use(msgspec.Struct):
+class _Use(msgspec.Struct, gc=False):
     """A record's ``usage``, each count as stored (judged by `_count`, as `_usage`)."""
 
     input_tokens: Any = None
@@ -50,7 +50,7 @@ class _Use(msgspec.Struct):
     cache_creation_input_tokens: Any = None
 
 
-class _Body(msgspec.Struct):
+class _Body(msgspec.Struct, gc=False):
     """What the readable message takes of a record's ``message``; a field of another
     type than these fails the decode, and the entry goes the lenient way."""
 
@@ -60,7 +60,11 @@ class _Body(msgspec.Struct):
     id: str | None = None
 
 
-class _Entry(msgspec.Struct):
+class _Entry(msgspec.Struct, gc=False):
+    """`gc=False` (and `_Body`, `_Use`): values decoded from JSON are in no cycle, and
+    objects the collector need not track make its collections rarer and shorter (a
+    500-entry append made ~6 collections, the reference store's 2; issue 30)."""
+
     type: Any = None
     message: _Body | None = None
 
@@ -68,11 +72,12 @@ class _Entry(msgspec.Struct):
 _entries = msgspec.json.Decoder(_Entry)
 
 
-class _Built(Message, frozen=True, kw_only=True):
+class _Built(Message, frozen=True, kw_only=True, gc=False):
     """A `Message` whose checks hold by how `_fast` builds it (so they are not run a
     second time): a fixed role, an id the store made non-empty, parts made by the one
     Anthropic mapping from bytes that were just encoded (valid UTF-8; tool arguments
-    are JSON text cut from them), a dict `raw` that encoded, usage checked here."""
+    are JSON text cut from them), a dict `raw` that encoded, usage checked here.
+    Untracked by the collector, as `_Entry`: it holds JSON values and parts only."""
 
     def __post_init__(self) -> None:
         if self.usage is not None:
