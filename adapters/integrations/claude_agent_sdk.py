@@ -25,14 +25,9 @@ two keys collide however the parts are spelt. How the protocol maps, and why:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import convlog
@@ -67,10 +62,6 @@ from claude_agent_sdk.types import (  # noqa: E402
 
 CHANNEL = "claude-agent-sdk"
 PREFIX = "claude:"
-WORKERS = 8
-"""Threads of a store's own pool (asyncio): writes take the log's write lock one at
-a time anyway; loads and listings may overlap."""
-T = TypeVar("T")
 
 
 def conversation_key(key: SessionKey | SessionListSubkeysKey) -> str:
@@ -115,60 +106,35 @@ class ConvlogSessionStore:
         self._owns_log = not isinstance(log, convlog.ConversationLog)
         self.log = log if isinstance(log, convlog.ConversationLog) else convlog.open(log)
         self.agent, self.user = agent, user
-        self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="convlog-claude-store")
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)  # calls under way end before the log closes
         if self._owns_log:
             self.log.close()
-
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` in a worker thread: under asyncio on the store's own pool
-        (`loop.run_in_executor`), whose hop measured ~30 us less than anyio's
-        `to_thread` (its limiter, cancel scope and checkpoints), a third of what a
-        one-entry append costs in its thread (issue 30); under any other loop (trio),
-        with anyio's. A cancelled caller still waits for the call's end, then sees
-        the cancellation, as with anyio: a write that may yet commit must not look
-        undone."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return await to_thread.run_sync(fn, *args)
-        future = loop.run_in_executor(self._pool, fn, *args)
-        try:
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            while not future.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.wait({future})
-            if not future.cancelled():
-                future.exception()  # retrieved: the cancellation is what the caller sees
-            raise
 
     # ------------------------------------------------------------------ required
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         if entries:
-            await self._run(self._append, key, entries)
+            await to_thread.run_sync(self._append, key, entries)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
-        return await self._run(self._load, key)
+        return await to_thread.run_sync(self._load, key)
 
     # ------------------------------------------------------------------ optional
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
-        rows = await self._run(self._catalog, project_key)
+        rows = await to_thread.run_sync(self._catalog, project_key)
         return [{"session_id": parts[1], "mtime": _millis(moment)}
                 for parts, moment in rows if len(parts) == 2]
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
-        return await self._run(self._summaries, project_key)
+        return await to_thread.run_sync(self._summaries, project_key)
 
     async def delete(self, key: SessionKey) -> None:
-        await self._run(self._delete, key)
+        await to_thread.run_sync(self._delete, key)
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
-        rows = await self._run(self._catalog, key["project_key"])
+        rows = await to_thread.run_sync(self._catalog, key["project_key"])
         return [parts[2] for parts, _ in rows
                 if len(parts) == 3 and parts[1] == key["session_id"]]
 
