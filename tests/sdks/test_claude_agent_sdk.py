@@ -5,7 +5,6 @@ delete as a new epoch that keeps the history, and a second process's store."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -135,35 +134,6 @@ def test_keys_never_collide_and_bad_keys_are_named(store: Any) -> None:
         run(store.load({"session_id": "x"}))
     with pytest.raises(convlog.InvalidInput, match="JSON object"):
         run(store.append(a, ["not an entry"]))
-
-
-def test_a_cancelled_append_is_whole_when_the_caller_sees_the_cancellation(store: Any
-                                                                           ) -> None:
-    """The store's calls run on its own thread pool (issue 30): a caller cancelled
-    mid-write still waits for the write's end, so a cancellation never hides a commit."""
-    started, release = threading.Event(), threading.Event()
-    write = store._append
-
-    def slow_append(key: Any, entries: Any) -> None:
-        started.set()
-        release.wait(5)
-        write(key, entries)
-
-    store._append = slow_append
-
-    async def go() -> Any:
-        task = asyncio.ensure_future(store.append(KEY, TRANSCRIPT))
-        while not started.is_set():
-            await asyncio.sleep(0.001)
-        task.cancel()
-        await asyncio.sleep(0.05)
-        assert not task.done()  # still waiting for the write
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return await store.load(KEY)
-
-    assert run(go()) == TRANSCRIPT
 
 
 def test_the_store_works_under_trio_too(store: Any) -> None:
