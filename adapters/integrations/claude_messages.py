@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from convlog.domain.content import AnyPart, Usage, check_unicode
+from convlog.domain.content import MAX_TOKENS, AnyPart, Usage, check_unicode
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
 from convlog.services.anthropic_blocks import Block, to_part
@@ -76,21 +76,19 @@ class _Built(Message, frozen=True, kw_only=True, gc=False):
     """A `Message` whose checks hold by how `_fast` builds it (so they are not run a
     second time): a fixed role, an id the store made non-empty, parts made by the one
     Anthropic mapping from bytes that were just encoded (valid UTF-8; tool arguments
-    are JSON text cut from them), a dict `raw` that encoded, usage checked here.
-    Untracked by the collector, as `_Entry`: it holds JSON values and parts only."""
+    are JSON text cut from them), a dict `raw` that encoded; usage and the store's
+    agent checked by `_fast` (`_usage_of`, `_agent`). Untracked by the collector, as
+    `_Entry`: it holds JSON values and parts only."""
 
     def __post_init__(self) -> None:
-        if self.usage is not None:
-            self.usage.check()
-        if self.agent is not None:  # the store's own setting, not from the entry
-            check_unicode(self.agent, "agent")
+        pass
 
 
 def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None = None
                ) -> Message:
     """One transcript entry as a message that keeps the entry as `raw`. `message_id`
     must be a non-empty string (the store makes it)."""
-    if not isinstance(entry, Mapping):
+    if type(entry) is not dict and not isinstance(entry, Mapping):  # dict: no ABC check
         raise InvalidInput(f"a session store entry must be a JSON object, not "
                            f"{type(entry).__name__}", field="entries")
     try:
@@ -112,20 +110,41 @@ def _fast(entry: Mapping[str, Any], data: bytes, message_id: str, agent: str | N
     head = _entries.decode(data)
     body = head.message
     if head.type not in _SPEAKERS or body is None:
-        return _Built(id=message_id, role="assistant", content=[], raw=raw, agent=agent)
+        return _Built(id=message_id, role="assistant", content=[], raw=raw,
+                      agent=_agent(agent))
     content = body.content
     parts: str | list[AnyPart] = content if isinstance(content, str) else [
         part for part in map(_part, content) if part is not None]
     if head.type == "user":
         return _Built(id=message_id, role="user", content=parts, raw=raw)
     use = body.usage
-    return _Built(id=message_id, role="assistant", content=parts, raw=raw, agent=agent,
-                  model=body.model, response_id=body.id,
-                  usage=None if use is None else Usage(
-                      input_tokens=_count(use.input_tokens),
-                      output_tokens=_count(use.output_tokens),
-                      cache_read_tokens=_count(use.cache_read_input_tokens),
-                      cache_write_tokens=_count(use.cache_creation_input_tokens)))
+    return _Built(id=message_id, role="assistant", content=parts, raw=raw,
+                  agent=_agent(agent), model=body.model, response_id=body.id,
+                  usage=None if use is None else _usage_of(use))
+
+
+def _usage_of(use: _Use) -> Usage:
+    """The record's usage, each count as `_usage` reads it; past `MAX_TOKENS`, the
+    error `Usage.check` gives (`Message` would have raised it)."""
+    counts = (_count(use.input_tokens), _count(use.output_tokens),
+              _count(use.cache_read_input_tokens), _count(use.cache_creation_input_tokens))
+    usage = Usage(input_tokens=counts[0], output_tokens=counts[1],
+                  cache_read_tokens=counts[2], cache_write_tokens=counts[3])
+    if max(counts) > MAX_TOKENS:
+        usage.check()
+    return usage
+
+
+_AGENTS: set[str] = set()
+"""The store agents already found valid Unicode (a store has one: checked once)."""
+
+
+def _agent(agent: str | None) -> str | None:
+    if agent is not None and agent not in _AGENTS:
+        check_unicode(agent, "agent")
+        if len(_AGENTS) < 64:
+            _AGENTS.add(agent)
+    return agent
 
 
 class _Uncounted(Counter[str]):
