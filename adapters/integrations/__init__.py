@@ -4,7 +4,8 @@ agent to convlog is one line where the SDK takes its session store.
     openai_agents.py     `ConvlogSession`: the OpenAI Agents SDK's `Session` protocol
     openai_items.py      Responses input items <-> convlog messages (item kept as `raw`)
     claude_agent_sdk.py  `ConvlogSessionStore`: the Claude Agent SDK's `SessionStore`
-    claude_entries.py    Claude Code transcript entries <-> convlog messages
+    claude_entries.py    Claude Code transcript entries read back (pairing, repairs)
+    claude_messages.py   a transcript entry -> the convlog message stored beside it
     google_adk.py        `ConvlogSessionService`: Google ADK's `BaseSessionService`
     adk_events.py        ADK events <-> convlog messages, and their state deltas
     extras.py            the one clear error when an SDK's extra is not installed

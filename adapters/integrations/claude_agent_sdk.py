@@ -25,6 +25,7 @@ two keys collide however the parts are spelt. How the protocol maps, and why:
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import datetime
 from urllib.parse import quote, unquote
@@ -66,16 +67,29 @@ PREFIX = "claude:"
 def conversation_key(key: SessionKey | SessionListSubkeysKey) -> str:
     """The conversation key of a session key (subpath optional)."""
     try:
-        parts: list[object] = [key["project_key"], key["session_id"]]
+        project, session = key["project_key"], key["session_id"]
     except (KeyError, TypeError):
         raise InvalidInput("a session key needs 'project_key' and 'session_id'",
                            field="key") from None
     subpath = key.get("subpath")
-    if subpath is not None:
-        if not subpath:
-            raise InvalidInput("an empty subpath is invalid: omit it for the main transcript",
-                               field="key.subpath")
-        parts.append(subpath)
+    if subpath is not None and not subpath:
+        raise InvalidInput("an empty subpath is invalid: omit it for the main transcript",
+                           field="key.subpath")
+    if type(project) is str and type(session) is str and (subpath is None
+                                                          or type(subpath) is str):
+        return _joined(project, session, subpath)
+    return _join(project, session, subpath)
+
+
+@functools.lru_cache(maxsize=4096)
+def _joined(project: str, session: str, subpath: str | None) -> str:
+    # Cached: every append and load of a session names the same key again, and its
+    # percent-encoding was a tenth of a one-entry append's own work (issue 30).
+    return _join(project, session, subpath)
+
+
+def _join(project: object, session: object, subpath: object) -> str:
+    parts = (project, session) if subpath is None else (project, session, subpath)
     return PREFIX + "/".join(quote(str(p), safe="") for p in parts)
 
 

@@ -1,89 +1,20 @@
 """Claude Code transcript entries (what the Claude Agent SDK mirrors to a SessionStore)
-as convlog messages.
-
-The store must hand entries back deep-equal, and treats them as opaque: the entry is
-the message's `raw`. The readable message beside it follows the transcript's shape
-where there is one (``type`` user/assistant with a ``message`` in the Messages API
-form), so contexts, token counts and costs work: an assistant record carries its
-model, its usage and the API message id as `response_id` (the CLI writes one record
-per content block of a response, each repeating the usage: counted once). Entries
-with no words (titles, tags, mode markers, snapshots) get empty content, which
-contexts skip.
+read back: what pairing needs of each stored entry, and the entries handed back to the
+SDK with tool_use and tool_result in pairs. An entry as the message stored beside it
+is convlog.integrations.claude_messages (`to_message`, re-exported here).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import msgspec
-
-from convlog.domain.content import AnyPart, Usage
-from convlog.domain.errors import InvalidInput
 from convlog.domain.events import MessageAppended
-from convlog.domain.messages import Message
+from convlog.integrations.claude_messages import to_message as to_message
 from convlog.projections.pair_causes import lost_causes
 from convlog.projections.pairing import Cause, Keep, Lost, Tools, lost_text, pair, well_paired
-from convlog.services.anthropic_blocks import Block, to_part
 from convlog.services.items import RawEntry, RawItem, items_tools
-
-_blocks = msgspec.json.Decoder(Block)
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder().decode
-
-
-def _block(block: Mapping[str, Any]) -> AnyPart | None:
-    """The one Anthropic mapping (convlog.services.anthropic_blocks, as the importer
-    uses it). The store may not refuse what the SDK appends: a block that does not
-    decode, or an image whose inline data is not base64, is kept out of the readable
-    message (the entry itself stays whole in `raw`)."""
-    try:
-        return to_part(_blocks.decode(_encode(block)), Counter())
-    except (msgspec.ValidationError, msgspec.DecodeError, InvalidInput):
-        return None
-
-
-def _usage(usage: object) -> Usage | None:
-    if not isinstance(usage, Mapping):
-        return None
-
-    def count(name: str) -> int:
-        value = usage.get(name)
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    return Usage(input_tokens=count("input_tokens"), output_tokens=count("output_tokens"),
-                 cache_read_tokens=count("cache_read_input_tokens"),
-                 cache_write_tokens=count("cache_creation_input_tokens"))
-
-
-def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None = None
-               ) -> Message:
-    """One transcript entry as a message that keeps the entry as `raw`."""
-    if not isinstance(entry, Mapping):
-        raise InvalidInput(f"a session store entry must be a JSON object, not "
-                           f"{type(entry).__name__}", field="entries")
-    try:  # a plain JSON copy, detached from the caller's objects
-        raw = _decode(_encode(entry))
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidInput(f"a session store entry must be JSON: {exc}",
-                           field="entries") from None
-    body = entry.get("message")
-    kind = entry.get("type")
-    if kind not in ("user", "assistant") or not isinstance(body, Mapping):
-        return Message(id=message_id, role="assistant", content=[], raw=raw, agent=agent)
-    content = body.get("content", "")
-    parts: str | list[AnyPart] = content if isinstance(content, str) else [
-        part for part in (_block(b) for b in content if isinstance(b, Mapping))
-        if part is not None] if isinstance(content, list) else ""
-    if kind == "user":
-        return Message(id=message_id, role="user", content=parts, raw=raw)
-    return Message(id=message_id, role="assistant", content=parts, raw=raw, agent=agent,
-                   model=body.get("model") if isinstance(body.get("model"), str) else None,
-                   usage=_usage(body.get("usage")),
-                   response_id=body.get("id") if isinstance(body.get("id"), str) else None)
-
 
 _TEXT, _NEUTRAL = Tools(), Tools(other=False)
 _SPEAKERS = frozenset(("user", "assistant"))

@@ -418,10 +418,9 @@ class ConversationStore(Application[UUID]):
         after: Conversation,
     ) -> tuple[Conversation, list[Recorded]]:
         """Record `events` (decided against `state`, which they turn into `after`)."""
-        store, user = self.codec.store, after.user
-        stored, recorded, new_ids = [], [], []
+        user = after.user
+        recorded, new_ids = [], []
         for version, event in enumerate(events, state.version + 1):
-            stored.append(store(conversation, version, event, user))
             recorded.append(Recorded(version, event))  # type: ignore[arg-type]
             if isinstance(event, MessageAppended):
                 new_ids.append(event.message_id)
@@ -429,8 +428,17 @@ class ConversationStore(Application[UUID]):
         # checks (~10 us each on Python 3.11) and Recording objects nobody reads.
         # Storage failures become StorageError in `execute` (storage_errors); a conflict
         # (IntegrityError) goes back to its retry loop.
-        self.recorder.insert_events(
-            stored, message_ids=(conversation, new_ids) if new_ids else None)
+        message_ids = (conversation, new_ids) if new_ids else None
+        insert_rows = getattr(self.recorder, "insert_rows", None)
+        if insert_rows is not None:  # SQLite: plain rows, no StoredEvent each (issue 30)
+            encode, stream = self.codec.encode, conversation.hex
+            insert_rows([(stream, r.version, *encode(conversation, r.version, r.event, user))
+                         for r in recorded], message_ids)
+        else:
+            store = self.codec.store
+            self.recorder.insert_events(
+                [store(conversation, r.version, r.event, user) for r in recorded],
+                message_ids=message_ids)
         self._remember(conversation, after)
         if after.version // SNAPSHOT_INTERVAL > state.version // SNAPSHOT_INTERVAL:
             self._snapshot(conversation, after)

@@ -103,14 +103,20 @@ class MsgspecMapper(Mapper[UUID]):
               user: str | None = None) -> StoredEvent:
         """The stored form of one event (or snapshot) at `version` of a stream; on an
         encrypted store its private fields are sealed under `user`'s data key."""
-        topic = self._topics[type(payload)]
-        state = None
-        if self.sealer is not None:
-            state = self.sealer.seal(originator_id, version, topic, payload, user)
-        if state is None:
-            state = self._encoder.encode(payload)
+        topic, state = self.encode(originator_id, version, payload, user)
         return StoredEvent(originator_id=originator_id, originator_version=version,
                            topic=topic, state=state)
+
+    def encode(self, originator_id: UUID, version: int, payload: Any,
+               user: str | None = None) -> tuple[str, bytes]:
+        """`store`'s (topic, state), without the StoredEvent: for a recorder that
+        takes plain rows (SQLite's `insert_rows`)."""
+        topic = self._topics[type(payload)]
+        if self.sealer is not None:
+            state = self.sealer.seal(originator_id, version, topic, payload, user)
+            if state is not None:
+                return topic, state
+        return topic, self._encoder.encode(payload)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         originator_id = stored_event.originator_id

@@ -218,14 +218,17 @@ def test_a_lock_taken_between_the_commit_and_the_snapshot_does_not_fail_the_turn
         assert conv.state.version == 498
         with write_lock_held(path, on_demand=True) as holder:
             recorder: Any = log.store.recorder
-            insert = recorder.insert_events
+            insert = recorder.insert_rows  # what a SQLite save writes with (issue 30)
+
+            raced: list[bool] = []
 
             def insert_then_another_process_locks(*args: Any, **kwargs: Any) -> Any:
                 result = insert(*args, **kwargs)
                 holder.lock()  # the race: another process takes the lock right now
+                raced.append(True)
                 return result
 
-            recorder.insert_events = insert_then_another_process_locks
+            recorder.insert_rows = insert_then_another_process_locks
             try:
                 error: BaseException | None = None
                 try:
@@ -233,7 +236,8 @@ def test_a_lock_taken_between_the_commit_and_the_snapshot_does_not_fail_the_turn
                 except Exception as exc:
                     error = exc
             finally:
-                recorder.insert_events = insert
+                recorder.insert_rows = insert
                 holder.release()
+        assert raced, "the write did not go through the hooked insert"
         assert [m.message_id for m in conv.messages(last=2)] == ["x", "y"]  # committed
         assert error is None, f"{type(error).__module__}.{type(error).__name__}: {error}"

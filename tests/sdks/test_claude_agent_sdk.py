@@ -134,3 +134,32 @@ def test_keys_never_collide_and_bad_keys_are_named(store: Any) -> None:
         run(store.load({"session_id": "x"}))
     with pytest.raises(convlog.InvalidInput, match="JSON object"):
         run(store.append(a, ["not an entry"]))
+
+
+def test_the_store_works_under_trio_too(store: Any) -> None:
+    trio = pytest.importorskip("trio")
+
+    async def go() -> Any:
+        await store.append(KEY, TRANSCRIPT)
+        return await store.load(KEY)
+
+    assert trio.run(go) == TRANSCRIPT
+
+
+def test_an_encrypted_store_seals_entries_and_hands_them_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry is stored from the caller's own dict (issue 30: no copy made first):
+    sealed all the same, and read back equal, in batches of one and of many."""
+    monkeypatch.setenv("CONVLOG_KEY", "55" * 32)
+    url = f"sqlite:///{tmp_path / 'sealed.db'}"
+    sealed = ConvlogSessionStore(url, user="ana")
+    run(sealed.append(KEY, TRANSCRIPT[:1]))
+    run(sealed.append(KEY, TRANSCRIPT[1:]))
+    assert run(sealed.load(KEY)) == TRANSCRIPT
+    sealed.close()
+    data = (tmp_path / "sealed.db").read_bytes() + b"".join(
+        p.read_bytes() for p in tmp_path.glob("sealed.db-wal"))
+    assert b"Where is auth configured" not in data and b"src/auth.py" not in data
+    again = ConvlogSessionStore(url, user="ana")
+    assert run(again.load(KEY)) == TRANSCRIPT
+    again.close()
