@@ -25,8 +25,8 @@ The log is blocking (sqlite3, psycopg): each call runs in a worker thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import convlog
 from convlog.domain.conversation import AppendMessages, StartConversation
@@ -34,6 +34,7 @@ from convlog.domain.errors import UnknownConversation
 from convlog.domain.events import ConversationStarted
 from convlog.integrations.extras import require
 from convlog.integrations.openai_items import from_message, paired_items, to_message
+from convlog.integrations.settled import settled
 from convlog.projections.pair_causes import imported
 from convlog.services.items import retracted_since
 
@@ -51,27 +52,6 @@ if TYPE_CHECKING:
     from agents.usage import Usage as RunUsage
 
 CHANNEL = "openai-agents"
-T = TypeVar("T")
-
-
-async def _settled(write: Awaitable[T]) -> T:
-    """Await a write to its end even when the caller is cancelled meanwhile, then
-    re-raise the cancellation: the worker thread cannot be stopped, so the caller must
-    not believe a write did not happen while it may still commit (the SDK's sessions
-    behave the same, and its run loop relies on it to decide whether to retry)."""
-    task = asyncio.ensure_future(write)
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    if cancelled is not None:
-        task.exception()  # retrieved: the cancellation is what the caller must see
-        raise cancelled
-    return task.result()
-
-
 class ConvlogSession:
     """A conversation of a convlog log as an Agents SDK session (`session_id` is the
     conversation key unless `key` says otherwise). `log`: an open `ConversationLog`
@@ -117,17 +97,17 @@ class ConvlogSession:
         if not items:
             return
         usage = self._usage_delta(wrapper.usage) if wrapper is not None else None
-        await _settled(asyncio.to_thread(self._add_items, list(items), usage))
+        await settled(asyncio.to_thread(self._add_items, list(items), usage))
 
     async def pop_item(self, wrapper: RunContextWrapper[Any] | None = None
                        ) -> TResponseInputItem | None:
         """Retract the newest live item and return it (None when there is none)."""
-        popped = await _settled(asyncio.to_thread(self.log.retract_last, self.key, "pop_item"))
+        popped = await settled(asyncio.to_thread(self.log.retract_last, self.key, "pop_item"))
         return None if popped is None else from_message(popped)  # type: ignore[return-value]
 
     async def clear_session(self, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Start a new epoch: no live items; earlier ones stay in the log."""
-        await _settled(asyncio.to_thread(self._clear))
+        await settled(asyncio.to_thread(self._clear))
 
     # ---------------------------------------------------------------- lifecycle
 

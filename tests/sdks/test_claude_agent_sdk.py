@@ -163,3 +163,23 @@ def test_an_encrypted_store_seals_entries_and_hands_them_back(
     again = ConvlogSessionStore(url, user="ana")
     assert run(again.load(KEY)) == TRANSCRIPT
     again.close()
+
+
+def test_a_cancelled_append_is_awaited_to_its_end_before_the_cancellation(
+        store: Any) -> None:
+    """The worker thread cannot be stopped: a caller cancelled under asyncio must not
+    see its cancellation while the write may still commit (the SDK's mirror retries
+    on failure, so a write it believes undone must be)."""
+    entries = [entry(f"c{i}", "user", {"role": "user", "content": f"line {i} " * 20})
+               for i in range(3000)]
+
+    async def cancelled_then_loaded() -> list[Any] | None:
+        task = asyncio.ensure_future(store.append(KEY, entries))
+        await asyncio.sleep(0.005)  # the write is under way in its worker thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return await store.load(KEY)  # type: ignore[no-any-return]
+
+    loaded = run(cancelled_then_loaded())
+    assert loaded is not None and len(loaded) == len(entries)

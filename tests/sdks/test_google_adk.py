@@ -162,3 +162,31 @@ def test_a_runner_remembers_across_a_reopened_log_and_costs_work(tmp_path: Path)
         assert row.cost_usd is not None and row.cost_usd > 0
         (session,) = [s for s in log.sessions() if s.channel == "google-adk"]
         assert "PELICAN" in log.context(session.key).text
+
+
+class SlowWrites(ConvlogSessionService):
+    """A real service whose appends take a while in their worker thread."""
+
+    def _append(self, session: Any, event: Event) -> None:
+        import time
+        time.sleep(0.3)
+        super()._append(session, event)
+
+
+def test_a_cancelled_append_event_is_awaited_to_its_end(tmp_path: Path) -> None:
+    """The worker thread cannot be stopped: a caller cancelled under asyncio sees its
+    cancellation only once the write has ended, never while it may still commit."""
+    async def cancelled_then_read() -> Any:
+        service = SlowWrites(f"sqlite:///{tmp_path / 'adk.db'}")
+        session = await service.create_session(app_name="app", user_id="u1")
+        task = asyncio.ensure_future(service.append_event(session, text_event("user", "hi", 1.0)))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        found = await service.get_session(app_name="app", user_id="u1", session_id=session.id)
+        await service.close()
+        return found
+
+    found = asyncio.run(cancelled_then_read())
+    assert found is not None and [e.id for e in found.events] == ["ev-1.0"]

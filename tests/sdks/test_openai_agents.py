@@ -177,3 +177,22 @@ def test_a_restarted_process_sees_the_first_ones_history(url: str) -> None:
     with convlog.open(url) as log:
         assert [m.role for m in log.messages("user-42")] == ["user", "assistant"] * 2
         assert log.info("user-42").agent == "helper"
+
+
+def test_a_cancelled_add_items_is_awaited_to_its_end(url: str) -> None:
+    """A cancelled caller sees its cancellation only once the write in the worker
+    thread has ended: it must not believe undone a write that may still commit."""
+    items: list[Any] = [{"role": "user", "content": f"line {i} " * 20} for i in range(3000)]
+
+    async def cancelled_then_read() -> list[Any]:
+        session = ConvlogSession("cancelled", url)
+        task = asyncio.ensure_future(session.add_items(items))
+        await asyncio.sleep(0.005)  # the write is under way in its worker thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        found = await session.get_items()
+        session.close()
+        return found
+
+    assert len(asyncio.run(cancelled_then_read())) == len(items)
