@@ -34,7 +34,7 @@ from convlog.domain.errors import UnknownConversation
 from convlog.domain.events import ConversationStarted
 from convlog.integrations.extras import require
 from convlog.integrations.openai_items import from_message, paired_items, to_message
-from convlog.integrations.settled import settled
+from convlog.integrations.settled import write_in_thread
 from convlog.projections.pair_causes import imported
 from convlog.services.items import retracted_since
 
@@ -97,17 +97,17 @@ class ConvlogSession:
         if not items:
             return
         usage = self._usage_delta(wrapper.usage) if wrapper is not None else None
-        await settled(asyncio.to_thread(self._add_items, list(items), usage))
+        await write_in_thread(self._add_items, list(items), usage)
 
     async def pop_item(self, wrapper: RunContextWrapper[Any] | None = None
                        ) -> TResponseInputItem | None:
         """Retract the newest live item and return it (None when there is none)."""
-        popped = await settled(asyncio.to_thread(self.log.retract_last, self.key, "pop_item"))
+        popped = await write_in_thread(self.log.retract_last, self.key, "pop_item")
         return None if popped is None else from_message(popped)  # type: ignore[return-value]
 
     async def clear_session(self, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Start a new epoch: no live items; earlier ones stay in the log."""
-        await settled(asyncio.to_thread(self._clear))
+        await write_in_thread(self._clear)
 
     # ---------------------------------------------------------------- lifecycle
 
