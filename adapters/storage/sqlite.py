@@ -48,6 +48,7 @@ from convlog.storage.sqlite_open import (
     use_wal,
 )
 from convlog.storage.sqlite_open import typed as _typed
+from convlog.storage.sqlite_readers import Readers
 from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
 
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
@@ -145,6 +146,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         self._streams: dict[UUID, int] = {}
         self._insert_message_id = f"INSERT INTO {self.index_table} VALUES (?, ?)"
         self._identity: str | None = None
+        self._readers: Readers | None = None
 
     def construct_create_table_statements(self) -> list[str]:
         return [
@@ -280,6 +282,9 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
 
     def close_writer(self) -> None:
         with self._writer_lock:
+            if self._readers is not None:
+                self._readers.close()
+                self._readers = None
             if self._checkpointer is not None:
                 self._checkpointer.close()
                 self._checkpointer = None
@@ -391,11 +396,35 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
                           f"WHERE rowid > ? ORDER BY rowid LIMIT ?", [after, limit])
 
     def _rows(self, statement: str, params: Sequence[Any]) -> list[Any]:
-        """ONE statement on a pooled connection, rows as plain tuples (no per-row
+        """ONE statement on a read connection, rows as plain tuples (no per-row
         sqlite3.Row). The connections are in autocommit mode, so a lone SELECT is its
         own read transaction (one consistent snapshot): eventsourcing's transaction
         wrapper would add a BEGIN and a COMMIT round and three context managers, ~40-45%
-        of a `messages(last=20)` call when the caches are cold (`make bench`)."""
+        of a `messages(last=20)` call when the caches are cold (`make bench`). A file
+        database's reads take their connection from `Readers` (no pool locks)."""
+        readers = self._readers or self._open_readers()
+        if readers is None:
+            return self._pooled_rows(statement, params)
+        connection = readers.take()
+        try:
+            rows: list[Any] = connection._sqlite_conn.execute(statement, params).fetchall()
+        except sqlite3.Error as exc:
+            readers.put(connection)
+            raise _typed(exc) from exc
+        readers.put(connection)
+        return rows
+
+    def _open_readers(self) -> Readers | None:
+        """The read connections of a file database (None: in memory, use the pool)."""
+        pool = self.datastore.pool
+        if pool.is_sqlite_memory_mode:
+            return None
+        with self._writer_lock:
+            if self._readers is None:
+                self._readers = Readers(pool)
+            return self._readers
+
+    def _pooled_rows(self, statement: str, params: Sequence[Any]) -> list[Any]:
         pool = self.datastore.pool
         connection = pool.get_connection(is_writer=False)
         try:
