@@ -37,7 +37,7 @@ from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
 from convlog.storage.errors import ConcurrencyError, StorageError, StorageUnavailable
-from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics
+from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics, topic_of
 from convlog.storage.sealed import Sealer
 
 SNAPSHOT_INTERVAL = 500
@@ -45,6 +45,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONFLICT_TIMEOUT = 30.0
 """How long a write keeps retrying while other writers win the same conversation."""
 MESSAGE_TOPICS = all_topics(MessageAppended)
+CURRENT_MESSAGE_TOPIC = topic_of(MessageAppended)
 QUIET_READS = 8
 """A conversation seen written by another process is read fresh before each write
 until this many reads in a row found nothing new (`ConversationStore.execute`)."""
@@ -308,10 +309,11 @@ class ConversationStore(Application[UUID]):
         and without their versions (a whole session's `get_items()`, issue 30). On
         SQLite they are decoded as they are read, 1,000 rows at a time."""
         select_decoded = getattr(self.recorder, "select_decoded", None)
-        if select_decoded is not None:
+        if select_decoded is not None:  # message rows come with None as their topic
             return select_decoded(  # type: ignore[no-any-return]
                 conversation, functools.partial(self.codec.decode_events, conversation,
-                                                shape=shape), gt=after)
+                                                shape=shape), gt=after,
+                common=CURRENT_MESSAGE_TOPIC)
         return self.codec.decode_events(conversation, self._rows(conversation, after=after),
                                         shape)
 
