@@ -11,7 +11,7 @@ limited pages of the conversation's index and stops at the epoch's start, so
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from convlog.domain.conversation import Command, Conversation, Retract, conversation_id
@@ -228,6 +228,37 @@ def items_tools(items: Sequence[MessageAppended | RawItem]) -> list[Tools]:
                 continue
         append(item_tools(item))
     return out
+
+
+def raws_tools(items: Sequence[MessageAppended | RawItem],
+               plain: Callable[[MessageAppended], dict[str, Any]]
+               ) -> tuple[list[dict[str, Any]], list[Tools], bool]:
+    """(each item's `raw`, or `plain(item)` for a message without one; `items_tools`;
+    whether any item makes a call or carries a result) in ONE loop: a whole session's
+    `get_items()` made three passes over its items (issue 30). When no item makes a
+    call or carries a result the history is well paired without asking
+    `pairing.well_paired`."""
+    raws: list[dict[str, Any]] = []
+    out: list[Tools] = []
+    add_raw, add = raws.append, out.append
+    tooled = False
+    for item in items:
+        if type(item) is RawItem and not item.tool_calls and item.role != "tool":
+            content = item.content
+            if type(content) is str:  # a RawItem always has its raw (storage.mapper)
+                add(_TEXT if content else _NEUTRAL)
+                add_raw(item.raw)  # type: ignore[arg-type]
+                continue
+            if len(content) == 1 and type(content[0]) is TextRef:
+                add(_TEXT)
+                add_raw(item.raw)  # type: ignore[arg-type]
+                continue
+        tools = item_tools(item)
+        add(tools)
+        tooled = tooled or bool(tools.calls or tools.results)
+        raw = item.raw
+        add_raw(raw if raw is not None else plain(item))  # type: ignore[arg-type]
+    return raws, out, tooled
 
 
 def retract_last(writer: Writer, key: str, reason: str | None
