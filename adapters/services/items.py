@@ -110,11 +110,10 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
     upto: int | None = None
     page = min(PAGE, last)  # the usual tail is all live messages: read just those
     while True:
-        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page,
-                               shape=shape)
+        rows, oldest = store.item_page(cid, after=after, upto=upto, limit=page, shape=shape)
         if not rows and upto is None and not floor:
             raise UnknownConversation(key)
-        for _, event in rows:
+        for event in rows:
             if type(event) in _ITEMS or isinstance(event, MessageAppended):
                 if event.message_id not in seen:
                     found.append(event)
@@ -126,7 +125,7 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
                 return found[::-1]
         if len(rows) < page:
             return found[::-1]
-        upto = rows[-1][0] - 1
+        upto = oldest - 1
         page = min(PAGE, 2 * (last - len(found)) + 8)  # retractions hide rows: read ahead
 
 
