@@ -86,6 +86,16 @@ def _median_ms(samples: list[float]) -> float:
     return round(statistics.median(samples) * 1000, 3)
 
 
+async def median_ms(call: Callable[[], Awaitable[Any]], repeat: int) -> float:
+    """The median of `repeat` calls of `call`, in ms (one store alone: bench.adk_sessions)."""
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        await call()
+        samples.append(time.perf_counter() - started)
+    return _median_ms(samples)
+
+
 async def measure(sessions: dict[str, Any], size: int, repeat: int
                   ) -> dict[str, dict[str, dict[str, float]]]:
     """Each operation's median per session, wall time (``ms``) and CPU time of the
@@ -106,8 +116,8 @@ async def measure(sessions: dict[str, Any], size: int, repeat: int
     counters = {name: iter(range(size, 10**9)) for name in sessions}
     pops: dict[str, list[float]] = {name: [] for name in sessions}
 
-    def add(name: str, session: Any) -> Awaitable[Any]:
-        return session.add_items(turn(next(counters[name])))
+    async def add(name: str, session: Any) -> None:
+        await session.add_items(turn(next(counters[name])))
 
     async def pop_and_restore(name: str, session: Any) -> None:
         started = time.perf_counter()
