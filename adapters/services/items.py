@@ -11,6 +11,7 @@ limited pages of the conversation's index and stops at the epoch's start, so
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -166,9 +167,13 @@ def retracted_since(store: ConversationStore, key: str, since: str
 _ITEMS = (RawItem, RawEntry, RawJson)
 
 
-def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
+def _live(events: list[Any]) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
     """The live messages among `events` (oldest first): those after the newest clear,
     without the retracted ones."""
+    kinds = set(map(type, events))  # a loop in C
+    if not any(issubclass(k, (MessageRetracted, ConversationCleared)) for k in kinds):
+        return _without(events, [k for k in kinds if k not in _ITEMS
+                                 and not issubclass(k, MessageAppended)])
     kept: list[MessageAppended | RawItem | RawEntry | RawJson] = []
     retracted: set[str] = set()
     append = kept.append
@@ -181,6 +186,30 @@ def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem | RawEntry | 
             kept, retracted = [], set()
             append = kept.append
     return [e for e in kept if e.message_id not in retracted] if retracted else kept
+
+
+def _without(events: list[Any], kinds: list[type]) -> list[Any]:
+    """`events` without those of `kinds` (the session's start, and any other event
+    that is no message), found and cut out by C loops (`list.index`, slices): a
+    whole session's `get_items()` looked at each event in Python to drop the one
+    `session_started` (issue 30)."""
+    if not kinds:
+        return events
+    types = list(map(type, events))
+    cuts: list[int] = []
+    for kind in kinds:
+        at = -1
+        with contextlib.suppress(ValueError):
+            while True:
+                at = types.index(kind, at + 1)
+                cuts.append(at)
+    out: list[Any] = []
+    start = 0
+    for at in sorted(cuts):
+        out += events[start:at]
+        start = at + 1
+    out += events[start:]
+    return out
 
 
 _TEXT = Tools()

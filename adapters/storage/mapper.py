@@ -190,11 +190,11 @@ class MsgspecMapper(Mapper[UUID]):
                 try:
                     item = lean(state)
                 except Exception:
-                    item = None  # decoded in full below, with its typed error
-                if item is not None and item.raw is not None and (
-                        present is None or present(item.raw)):
-                    append(item)
-                    continue
+                    pass  # decoded in full below, with its typed error
+                else:
+                    if item.raw is not None and (present is None or present(item.raw)):
+                        append(item)
+                        continue
                 topic = message_topic
             append(decode_row(originator_id, version, topic, state))
         return out
