@@ -114,6 +114,8 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
         rows, oldest = store.item_page(cid, after=after, upto=upto, limit=page, shape=shape)
         if not rows and upto is None and not floor:
             raise UnknownConversation(key)
+        if not found and len(rows) >= last and set(map(type, rows[:last])) <= _LEAN:
+            return rows[last - 1::-1]  # the usual tail: `last` SDK items, nothing undone
         for event in rows:
             if type(event) in _ITEMS or isinstance(event, MessageAppended):
                 if event.message_id not in seen:
@@ -165,6 +167,7 @@ def retracted_since(store: ConversationStore, key: str, since: str
 
 
 _ITEMS = (RawItem, RawEntry, RawJson)
+_LEAN = frozenset(_ITEMS)
 
 
 def _live(events: list[Any]) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
