@@ -283,8 +283,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
     def close_writer(self) -> None:
         with self._writer_lock:
             if self._readers is not None:
-                self._readers.close()
-                self._readers = None
+                self._readers.close()  # kept, closed: later reads take the pool's way
             if self._checkpointer is not None:
                 self._checkpointer.close()
                 self._checkpointer = None
@@ -371,6 +370,8 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         statement += " ORDER BY originator_version ASC"
         out: list[T] = []
         readers = self._readers or self._open_readers()
+        if readers is not None and readers.closed:
+            readers = None
         pool = self.datastore.pool
         connection = (readers.take() if readers is not None
                       else pool.get_connection(is_writer=False))
@@ -413,7 +414,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         of a `messages(last=20)` call when the caches are cold (`make bench`). A file
         database's reads take their connection from `Readers` (no pool locks)."""
         readers = self._readers or self._open_readers()
-        if readers is None:
+        if readers is None or readers.closed:
             return self._pooled_rows(statement, params)
         connection = readers.take()
         try:
@@ -427,7 +428,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
     def _open_readers(self) -> Readers | None:
         """The read connections of a file database (None: in memory, use the pool)."""
         pool = self.datastore.pool
-        if pool.is_sqlite_memory_mode:
+        if pool.is_sqlite_memory_mode or pool._closed:  # closed: the pool says so
             return None
         with self._writer_lock:
             if self._readers is None:

@@ -48,6 +48,10 @@ class Readers:
             return
         connection.close()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
