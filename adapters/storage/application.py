@@ -319,7 +319,7 @@ class ConversationStore(Application[UUID]):
                     shape: Lean = RawItem) -> list[Any]:
         """The events of `item_rows` for the whole stream after `after`, oldest first
         and without their versions (a whole session's `get_items()`, issue 30). On
-        SQLite they are decoded as they are read, 1,000 rows at a time."""
+        SQLite they are decoded as they are read, 256 rows at a time."""
         select_decoded = getattr(self.recorder, "select_decoded", None)
         if select_decoded is not None:  # message rows come with None as their topic
             return select_decoded(  # type: ignore[no-any-return]

@@ -53,7 +53,9 @@ from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
 
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit
-_CHUNK = 1_000  # rows a whole-stream read decodes at a time (select_decoded)
+_CHUNK = 256  # rows a whole-stream read decodes at a time (select_decoded): a chunk of
+# ~200 KB stays in the CPU cache while it is decoded; 1,000 rows were 3-5% slower at
+# 10k-100k items, 4,000 rows 10% (interleaved in one process, issue 30)
 T = TypeVar("T")
 _STREAM_CACHE = 65_536  # stream numbers remembered by a writer (~10 MiB at most)
 _TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
