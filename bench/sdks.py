@@ -3,7 +3,10 @@
 
 Run with ``.venv/bin/python -m bench.sdks [--quick]`` (``make bench`` runs it). Both
 sessions write to a SQLite file in the same temporary folder. For each history size
-N (items already in the session), medians over many calls of:
+N (items already in the session), medians over many calls of (the two sessions take
+turns call by call, so load on the machine, a collection or a WAL checkpoint falls
+on both alike; each run in its own stretch put ratios of 1.1x and 3.2x on the same
+code):
 
 - ``add_items`` of one turn (a user item and an assistant output message: what
   `Runner.run` adds per turn without tools); convlog also counts each item's tokens
@@ -16,12 +19,14 @@ N (items already in the session), medians over many calls of:
 
 Sizes: 1k, 10k and 100k items (``--quick``: 100 and 1k).
 
-Before timing, each session gets the same settling: a full garbage collection after
-the prefill (convlog's tokenizer vocabulary is ~40 MiB of objects; the first
+Before timing, both sessions are filled, then get the same settling: one full
+garbage collection (convlog's tokenizer vocabulary is ~40 MiB of objects; the first
 collections after loading it would otherwise land in the first timed calls, a cost a
-long-running host pays once) and a few untimed reads.
+long-running host pays once) and a few untimed reads of each kind.
 
-Ratios are convlog / SQLiteSession (below 1: convlog is faster).
+Ratios are convlog / SQLiteSession (below 1: convlog is faster); ``cpu_ratio`` the
+same of the medians of CPU time per call (``cpu_ms``: the whole process's
+`time.process_time`, worker threads included).
 Results go to ``bench/results/sdks-<UTC date>[-quick].json``.
 
 Google ADK (``--sdk adk``, bench/adk_sessions.py): `ConvlogSessionService` against
@@ -65,49 +70,85 @@ def turn(i: int) -> list[Any]:
                           "annotations": []}]}]
 
 
-async def median_ms(call: Callable[[], Awaitable[Any]], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        await call()
-        samples.append(time.perf_counter() - started)
-    return round(statistics.median(samples) * 1000, 3)
-
-
-async def measure(session: Any, size: int, repeat: int) -> dict[str, float]:
+async def prefill(session: Any, size: int) -> None:
+    """N items, 500 at a time (an import, or a long-lived session)."""
     batch: list[Any] = []
-    for i in range(size // 2):  # prefill N items, 500 at a time
+    for i in range(size // 2):
         batch.extend(turn(i))
         if len(batch) >= 500:
             await session.add_items(batch)
             batch = []
     if batch:
         await session.add_items(batch)
-    # The same settling for both: one full collection, so the first timed calls do not
-    # pay for collecting the objects the prefill (and convlog's tokenizer) just made.
+
+
+def _median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 3)
+
+
+async def median_ms(call: Callable[[], Awaitable[Any]], repeat: int) -> float:
+    """The median of `repeat` calls of `call`, in ms (one store alone: bench.adk_sessions)."""
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        await call()
+        samples.append(time.perf_counter() - started)
+    return _median_ms(samples)
+
+
+async def measure(sessions: dict[str, Any], size: int, repeat: int
+                  ) -> dict[str, dict[str, dict[str, float]]]:
+    """Each operation's median per session, wall time (``ms``) and CPU time of the
+    whole process (``cpu_ms``: `time.process_time`, so the worker thread each call
+    runs in counts). The sessions take turns call by call, the first of each round
+    alternating, so a busy machine, a collection or a checkpoint slows them alike and
+    the ratios hold (the medians are what it was)."""
+    for session in sessions.values():
+        await prefill(session, size)
+    # The same settling for both, before any timed call: one full collection, so no
+    # timed call pays for collecting what the prefill (and convlog's tokenizer) made,
+    # and a few untimed reads of each kind.
     gc.collect()
-    for _ in range(3):
-        await session.get_items(limit=20)
-    counter = iter(range(size, 10**9))
+    for session in sessions.values():
+        await session.get_items()
+        for _ in range(3):
+            await session.get_items(limit=20)
+    counters = {name: iter(range(size, 10**9)) for name in sessions}
+    pops: dict[str, list[float]] = {name: [] for name in sessions}
 
-    async def add() -> None:
-        await session.add_items(turn(next(counter)))
+    async def add(name: str, session: Any) -> None:
+        await session.add_items(turn(next(counters[name])))
 
-    pops: list[float] = []
-
-    async def pop_and_restore() -> None:
+    async def pop_and_restore(name: str, session: Any) -> None:
         started = time.perf_counter()
         item = await session.pop_item()
-        pops.append(time.perf_counter() - started)
+        pops[name].append(time.perf_counter() - started)
         await session.add_items([item])
 
     all_repeat = max(3, min(repeat // 10, 2_000_000 // size))  # ~100k items: 20 calls
-    result = {"add_turn_ms": await median_ms(add, repeat),
-              "get_last_20_ms": await median_ms(lambda: session.get_items(limit=20), repeat),
-              "get_all_ms": await median_ms(session.get_items, all_repeat),
-              "pop_and_restore_ms": await median_ms(pop_and_restore, repeat)}
-    result["pop_item_ms"] = round(statistics.median(pops) * 1000, 3)
-    return result
+    plan: list[tuple[str, int, Callable[[str, Any], Awaitable[Any]]]] = [
+        ("add_turn_ms", repeat, add),
+        ("get_last_20_ms", repeat, lambda _, s: s.get_items(limit=20)),
+        ("get_all_ms", all_repeat, lambda _, s: s.get_items()),
+        ("pop_and_restore_ms", repeat, pop_and_restore)]
+    names = list(sessions)
+    wall: dict[str, dict[str, float]] = {name: {} for name in names}
+    cpu: dict[str, dict[str, float]] = {name: {} for name in names}
+    for op, calls, call in plan:
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        cpu_samples: dict[str, list[float]] = {name: [] for name in names}
+        for n in range(calls):
+            for name in names if n % 2 == 0 else names[::-1]:
+                c0, started = time.process_time(), time.perf_counter()
+                await call(name, sessions[name])
+                samples[name].append(time.perf_counter() - started)
+                cpu_samples[name].append(time.process_time() - c0)
+        for name in names:
+            wall[name][op] = _median_ms(samples[name])
+            cpu[name][op] = _median_ms(cpu_samples[name])
+    for name in names:
+        wall[name]["pop_item_ms"] = _median_ms(pops[name])
+    return {"ms": wall, "cpu_ms": cpu}
 
 
 async def peak_read_mib(session: Any) -> float:
@@ -122,18 +163,8 @@ async def peak_read_mib(session: Any) -> float:
         tracemalloc.stop()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller histories, fewer calls")
-    parser.add_argument("--sdk", choices=("openai", "adk", "all"), default="openai",
-                        help="which SDK's session store (adk needs .venv-bench)")
-    args = parser.parse_args()
-    if args.sdk in ("adk", "all"):
-        adk_section(args.quick)
-    if args.sdk == "adk":
-        return
-    stamp = meta.begin("sdks", args.quick)
-    sizes, repeat = ((100, 1_000), 50) if args.quick else ((1_000, 10_000, 100_000), 200)
+def openai_run(sizes: tuple[int, ...], repeat: int) -> dict[str, Any]:
+    """Time both sessions side by side at each size; print and return the figures."""
     rows: list[dict[str, Any]] = []
     peaks: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -141,28 +172,57 @@ def main() -> None:
             ours = ConvlogSession(f"bench-{size}", f"sqlite:///{tmp}/convlog-{size}.db",
                                   model="gpt-4o")
             theirs = SQLiteSession(f"bench-{size}", Path(tmp) / f"sdk-{size}.db")
-            convlog_ms = asyncio.run(measure(ours, size, repeat))
-            sqlite_ms = asyncio.run(measure(theirs, size, repeat))
+            timed = asyncio.run(measure({"convlog": ours, "sqlite_session": theirs},
+                                        size, repeat))
             if size == sizes[-1]:
                 peaks = {"convlog": asyncio.run(peak_read_mib(ours)),
                          "sqlite_session": asyncio.run(peak_read_mib(theirs))}
             ours.close()
             theirs.close()
+            convlog_ms, sqlite_ms = timed["ms"]["convlog"], timed["ms"]["sqlite_session"]
+            cpu = timed["cpu_ms"]
             rows.append({"items": size, "convlog": convlog_ms, "sqlite_session": sqlite_ms,
                          "ratio": {k: round(convlog_ms[k] / sqlite_ms[k], 2)
-                                   for k in convlog_ms}})
-    print(f"ConvlogSession vs the Agents SDK's SQLiteSession (medians, ms; {repeat} calls)")
+                                   for k in convlog_ms},
+                         "cpu_ms": cpu,
+                         "cpu_ratio": {k: round(cpu["convlog"][k] / cpu["sqlite_session"][k], 2)
+                                       for k in cpu["convlog"] if cpu["sqlite_session"][k]}})
+    print(f"ConvlogSession vs the Agents SDK's SQLiteSession (medians, ms; {repeat} calls, "
+          "taking turns call by call; cpu: process CPU time per call)")
     print(f"peak memory of one get_items() of {sizes[-1]} items (MiB, tracemalloc): "
           f"convlog {peaks['convlog']}, SQLiteSession {peaks['sqlite_session']}")
-    print(f"{'items':>7} {'operation':<20}{'convlog':>10}{'SQLite':>10}{'ratio':>8}")
+    print(f"{'items':>7} {'operation':<20}{'convlog':>10}{'SQLite':>10}{'ratio':>8}"
+          f"{'cpu ratio':>10}")
     for row in rows:
         for name in row["convlog"]:
             print(f"{row['items']:>7} {name.removesuffix('_ms'):<20}{row['convlog'][name]:>10}"
-                  f"{row['sqlite_session'][name]:>10}{row['ratio'][name]:>8}")
+                  f"{row['sqlite_session'][name]:>10}{row['ratio'][name]:>8}"
+                  f"{row['cpu_ratio'].get(name, ''):>10}")
+    return {"repeat": repeat, "rows": rows, "peak_read_mib": {"items": sizes[-1], **peaks}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller histories, fewer calls")
+    parser.add_argument("--sdk", choices=("openai", "adk", "all"), default="openai",
+                        help="which SDK's session store (adk needs .venv-bench)")
+    parser.add_argument("--sizes", help="e.g. 1000,10000: the OpenAI section at these "
+                        "sizes only, printed and not saved (an A/B while working)")
+    parser.add_argument("--repeat", type=int, help="calls per operation (with --sizes)")
+    args = parser.parse_args()
+    if args.sizes:
+        openai_run(tuple(int(n) for n in args.sizes.split(",")), args.repeat or 200)
+        return
+    if args.sdk in ("adk", "all"):
+        adk_section(args.quick)
+    if args.sdk == "adk":
+        return
+    stamp = meta.begin("sdks", args.quick)
+    sizes, repeat = ((100, 1_000), 50) if args.quick else ((1_000, 10_000, 100_000), 200)
+    saved = openai_run(sizes, repeat)
     from bench import sdks_claude  # here: .venv-bench (the ADK section) has no Claude SDK
 
-    saved = {"repeat": repeat, "rows": rows, "peak_read_mib": {"items": sizes[-1], **peaks},
-             "claude_agent_sdk": sdks_claude.run(args.quick)}
+    saved["claude_agent_sdk"] = sdks_claude.run(args.quick)
     print(f"saved {stamp.save(saved)}")
 
 

@@ -64,7 +64,7 @@ def check_key(key: object) -> str:
         raise InvalidInput("conversation key must be a non-empty string", field="key")
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidInput(f"conversation key is longer than {MAX_KEY_LENGTH}", field="key")
-    if any(not ch.isprintable() for ch in key):
+    if not key.isprintable():  # every character, in one C loop
         raise InvalidInput("conversation key contains control characters", field="key")
     return key
 

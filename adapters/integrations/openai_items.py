@@ -37,7 +37,7 @@ from convlog.projections.pairing import (
     pair,
     well_paired,
 )
-from convlog.services.items import items_tools, texts_skipped
+from convlog.services.items import raws_tools, texts_skipped
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 
@@ -147,13 +147,13 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, 
     stored (an output `pop_item` removed), `imported` whether the conversation
     came from an importer, `whole()` the same messages decoded whole (asked only
     when a cause reads a text that the lean read skipped)."""
-    tools = items_tools(messages)
     foreign: list[MessageAppended] = []
-    items = [m.raw if m.raw is not None else _plain(m, foreign) for m in messages]
+    items, tools, tooled = raws_tools(messages, lambda m: _plain(m, foreign))
     steps_tools, owner = tools, None
     if foreign:  # another host's tool messages: their nearest items, paired as such
         items, steps_tools, owner = _expand(messages, tools)
-    if (limit is None or len(items) <= limit) and well_paired(steps_tools):
+        tooled = True
+    if (limit is None or len(items) <= limit) and (not tooled or well_paired(steps_tools)):
         return items
     orphan: Cause = "budget" if limit is not None else "no_call"
     start = 0

@@ -11,7 +11,8 @@ limited pages of the conversation's index and stops at the epoch's start, so
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from convlog.domain.conversation import Command, Conversation, Retract, conversation_id
@@ -111,11 +112,12 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
     upto: int | None = None
     page = min(PAGE, last)  # the usual tail is all live messages: read just those
     while True:
-        rows = store.item_rows(cid, after=after, upto=upto, desc=True, limit=page,
-                               shape=shape)
+        rows, oldest = store.item_page(cid, after=after, upto=upto, limit=page, shape=shape)
         if not rows and upto is None and not floor:
             raise UnknownConversation(key)
-        for _, event in rows:
+        if not found and len(rows) >= last and set(map(type, rows[:last])) <= _LEAN:
+            return rows[last - 1::-1]  # the usual tail: `last` SDK items, nothing undone
+        for event in rows:
             if type(event) in _ITEMS or isinstance(event, MessageAppended):
                 if event.message_id not in seen:
                     found.append(event)
@@ -127,7 +129,7 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
                 return found[::-1]
         if len(rows) < page:
             return found[::-1]
-        upto = rows[-1][0] - 1
+        upto = oldest - 1
         page = min(PAGE, 2 * (last - len(found)) + 8)  # retractions hide rows: read ahead
 
 
@@ -166,11 +168,16 @@ def retracted_since(store: ConversationStore, key: str, since: str
 
 
 _ITEMS = (RawItem, RawEntry, RawJson)
+_LEAN = frozenset(_ITEMS)
 
 
-def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
+def _live(events: list[Any]) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
     """The live messages among `events` (oldest first): those after the newest clear,
     without the retracted ones."""
+    kinds = set(map(type, events))  # a loop in C
+    if not any(issubclass(k, (MessageRetracted, ConversationCleared)) for k in kinds):
+        return _without(events, [k for k in kinds if k not in _ITEMS
+                                 and not issubclass(k, MessageAppended)])
     kept: list[MessageAppended | RawItem | RawEntry | RawJson] = []
     retracted: set[str] = set()
     append = kept.append
@@ -183,6 +190,30 @@ def _live(events: Sequence[Any]) -> list[MessageAppended | RawItem | RawEntry | 
             kept, retracted = [], set()
             append = kept.append
     return [e for e in kept if e.message_id not in retracted] if retracted else kept
+
+
+def _without(events: list[Any], kinds: list[type]) -> list[Any]:
+    """`events` without those of `kinds` (the session's start, and any other event
+    that is no message), found and cut out by C loops (`list.index`, slices): a
+    whole session's `get_items()` looked at each event in Python to drop the one
+    `session_started` (issue 30)."""
+    if not kinds:
+        return events
+    types = list(map(type, events))
+    cuts: list[int] = []
+    for kind in kinds:
+        at = -1
+        with contextlib.suppress(ValueError):
+            while True:
+                at = types.index(kind, at + 1)
+                cuts.append(at)
+    out: list[Any] = []
+    start = 0
+    for at in sorted(cuts):
+        out += events[start:at]
+        start = at + 1
+    out += events[start:]
+    return out
 
 
 _TEXT = Tools()
@@ -229,6 +260,37 @@ def items_tools(items: Sequence[MessageAppended | RawItem]) -> list[Tools]:
                 continue
         append(item_tools(item))
     return out
+
+
+def raws_tools(items: Sequence[MessageAppended | RawItem],
+               plain: Callable[[MessageAppended], dict[str, Any]]
+               ) -> tuple[list[dict[str, Any]], list[Tools], bool]:
+    """(each item's `raw`, or `plain(item)` for a message without one; `items_tools`;
+    whether any item makes a call or carries a result) in ONE loop: a whole session's
+    `get_items()` made three passes over its items (issue 30). When no item makes a
+    call or carries a result the history is well paired without asking
+    `pairing.well_paired`."""
+    raws: list[dict[str, Any]] = []
+    out: list[Tools] = []
+    add_raw, add = raws.append, out.append
+    tooled = False
+    for item in items:
+        if type(item) is RawItem and not item.tool_calls and item.role != "tool":
+            content = item.content
+            if type(content) is str:  # a RawItem always has its raw (storage.mapper)
+                add(_TEXT if content else _NEUTRAL)
+                add_raw(item.raw)  # type: ignore[arg-type]
+                continue
+            if len(content) == 1 and type(content[0]) is TextRef:
+                add(_TEXT)
+                add_raw(item.raw)  # type: ignore[arg-type]
+                continue
+        tools = item_tools(item)
+        add(tools)
+        tooled = tooled or bool(tools.calls or tools.results)
+        raw = item.raw
+        add_raw(raw if raw is not None else plain(item))  # type: ignore[arg-type]
+    return raws, out, tooled
 
 
 def retract_last(writer: Writer, key: str, reason: str | None

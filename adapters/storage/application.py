@@ -37,7 +37,7 @@ from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
 from convlog.storage.errors import ConcurrencyError, StorageError, StorageUnavailable
-from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics
+from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics, topic_of
 from convlog.storage.sealed import Sealer
 
 SNAPSHOT_INTERVAL = 500
@@ -45,6 +45,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONFLICT_TIMEOUT = 30.0
 """How long a write keeps retrying while other writers win the same conversation."""
 MESSAGE_TOPICS = all_topics(MessageAppended)
+CURRENT_MESSAGE_TOPIC = topic_of(MessageAppended)
 QUIET_READS = 8
 """A conversation seen written by another process is read fresh before each write
 until this many reads in a row found nothing new (`ConversationStore.execute`)."""
@@ -302,16 +303,29 @@ class ConversationStore(Application[UUID]):
             conversation, after=after, upto=upto, desc=desc, limit=limit), shape)
 
     @storage_errors
+    def item_page(self, conversation: UUID, *, after: int | None = None,
+                  upto: int | None = None, limit: int, shape: Lean = RawItem
+                  ) -> tuple[list[Any], int]:
+        """`item_rows` newest first, as (the events, the version of the last one; 0
+        when none): a backwards walk needs only where its page ended, and a
+        (version, event) pair per row was a tenth of an SDK session's
+        `get_items(limit=20)` (issue 30)."""
+        rows = self._rows(conversation, after=after, upto=upto, desc=True, limit=limit)
+        return (self.codec.decode_events(conversation, rows, shape),
+                rows[-1][0] if rows else 0)
+
+    @storage_errors
     def item_events(self, conversation: UUID, *, after: int | None = None,
                     shape: Lean = RawItem) -> list[Any]:
         """The events of `item_rows` for the whole stream after `after`, oldest first
         and without their versions (a whole session's `get_items()`, issue 30). On
-        SQLite they are decoded as they are read, 1,000 rows at a time."""
+        SQLite they are decoded as they are read, 256 rows at a time."""
         select_decoded = getattr(self.recorder, "select_decoded", None)
-        if select_decoded is not None:
+        if select_decoded is not None:  # message rows come with None as their topic
             return select_decoded(  # type: ignore[no-any-return]
                 conversation, functools.partial(self.codec.decode_events, conversation,
-                                                shape=shape), gt=after)
+                                                shape=shape), gt=after,
+                common=CURRENT_MESSAGE_TOPIC)
         return self.codec.decode_events(conversation, self._rows(conversation, after=after),
                                         shape)
 

@@ -174,33 +174,34 @@ class MsgspecMapper(Mapper[UUID]):
         return list(zip([row[0] for row in rows],
                         self.decode_events(originator_id, rows, shape), strict=True))
 
-    def decode_events(self, originator_id: Any, rows: Iterable[tuple[int, str, bytes]],
+    def decode_events(self, originator_id: Any, rows: Iterable[tuple[int, str | None, bytes]],
                       shape: Lean = RawItem) -> list[Any]:
         """`decode_item` of each (version, topic, state) row, in one loop and without
         the versions: a whole session's `get_items()` decodes every row, and a call
         per row was a tenth of it, a (version, event) pair per row another few
         percent (issue 30). Sealed rows take `decode_item`'s way. `shape`: as
-        `decode_item`."""
+        `decode_item`. A row whose topic is None is a current `message_appended`
+        (the recorder's ``NULLIF``: no topic string per row)."""
+        message_topic = self._message_topic
         if self.sealer is not None:
             decode_item = self.decode_item
-            return [decode_item(originator_id, version, topic, state, shape)
+            return [decode_item(originator_id, version, topic or message_topic, state, shape)
                     for version, topic, state in rows]
-        lean, message_topic, decode_row = (
-            self._lean[shape].decode,
-            self._message_topic, self.decode_row)
+        lean, decode_row = self._lean[shape].decode, self.decode_row
         present = json_item if shape is RawJson else None
         out: list[Any] = []
         append = out.append
         for version, topic, state in rows:
-            if topic == message_topic:
+            if topic is None or topic == message_topic:
                 try:
                     item = lean(state)
                 except Exception:
-                    item = None  # decoded in full below, with its typed error
-                if item is not None and item.raw is not None and (
-                        present is None or present(item.raw)):
-                    append(item)
-                    continue
+                    pass  # decoded in full below, with its typed error
+                else:
+                    if item.raw is not None and (present is None or present(item.raw)):
+                        append(item)
+                        continue
+                topic = message_topic
             append(decode_row(originator_id, version, topic, state))
         return out
 
