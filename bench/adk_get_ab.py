@@ -1,9 +1,9 @@
 """Interleaved A/B of ADK `get_session` of one big session: convlog's
 `ConvlogSessionService` against ADK's `DatabaseSessionService` on SQLite (issue 30).
 
-`bench.sdks --sdk adk` times each service in its own block, so a load change between
-the blocks moves the ratio (1.34x and 0.72x in two runs). Here the two take turns in
-one process, each call timed in CPU time (`time.process_time`: all threads, so
+`bench.sdks --sdk adk` timed each service in its own block, so a load change between
+the blocks moved the ratio (1.34x and 0.72x in two runs; it now interleaves too).
+Here the two take turns in one process too, and each call timed in CPU time (`time.process_time`: all threads, so
 aiosqlite's and anyio's worker threads count) and wall time; medians and minimums.
 
     .venv-bench/bin/python -m bench.adk_get_ab [--events 3000] [--rounds 15]

@@ -86,16 +86,6 @@ def _median_ms(samples: list[float]) -> float:
     return round(statistics.median(samples) * 1000, 3)
 
 
-async def median_ms(call: Callable[[], Awaitable[Any]], repeat: int) -> float:
-    """The median of `repeat` calls of `call`, in ms (one store alone: bench.adk_sessions)."""
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        await call()
-        samples.append(time.perf_counter() - started)
-    return _median_ms(samples)
-
-
 async def measure(sessions: dict[str, Any], size: int, repeat: int
                   ) -> dict[str, dict[str, dict[str, float]]]:
     """Each operation's median per session, wall time (``ms``) and CPU time of the
