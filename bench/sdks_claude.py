@@ -164,10 +164,11 @@ async def measure(stores: dict[str, Any], size: int, repeat: int
                                         ("append_turn_ms", repeat, 4),
                                         ("append_500_ms", max(3, repeat // 20), 500)]
     result: dict[str, dict[str, float]] = {name: {} for name in stores}
+    order = list(stores.items())
     for op, calls, batch in plan:
         samples: dict[str, list[float]] = {name: [] for name in stores}
-        for _ in range(calls):
-            for name, store in stores.items():
+        for round_ in range(calls):  # the first of each round alternates
+            for name, store in (order if round_ % 2 == 0 else order[::-1]):
                 entries = transcripts[name].take(batch)  # taken before the clock starts
                 started = time.perf_counter()
                 got = await (store.append(KEY, entries) if batch else store.load(KEY))
