@@ -44,7 +44,7 @@ from convlog.domain.events import ConversationStarted
 from convlog.domain.messages import Message
 from convlog.integrations.claude_entries import paired_entries, sound_entries, to_message
 from convlog.integrations.extras import require
-from convlog.integrations.settled import write_in_thread
+from convlog.integrations.settled import write_in_worker
 from convlog.projections.pair_causes import imported
 
 require("claude-agent-sdk", "claude_agent_sdk", "convlog.integrations.claude_agent_sdk")
@@ -116,7 +116,7 @@ class ConvlogSessionStore:
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         if entries:
-            await write_in_thread(self._append, key, entries)
+            await write_in_worker(self._append, key, entries)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         return await to_thread.run_sync(self._load, key)
@@ -132,7 +132,7 @@ class ConvlogSessionStore:
         return await to_thread.run_sync(self._summaries, project_key)
 
     async def delete(self, key: SessionKey) -> None:
-        await write_in_thread(self._delete, key)
+        await write_in_worker(self._delete, key)
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         rows = await to_thread.run_sync(self._catalog, key["project_key"])

@@ -47,7 +47,7 @@ from convlog.integrations.adk_events import (
 )
 from convlog.integrations.adk_pairs import paired_events, pairing_view
 from convlog.integrations.extras import require
-from convlog.integrations.settled import write_in_thread
+from convlog.integrations.settled import write_in_worker
 from convlog.projections.adk_sessions import split_state
 from convlog.services.items import RawJson, json_item
 
@@ -141,7 +141,7 @@ class ConvlogSessionService(BaseSessionService):
                              state: dict[str, Any] | None = None,
                              session_id: str | None = None) -> Session:
         sid = (session_id or "").strip() or uuid.uuid4().hex
-        return await write_in_thread(self._create, app_name, user_id, dict(state or {}), sid)
+        return await write_in_worker(self._create, app_name, user_id, dict(state or {}), sid)
 
     async def get_session(self, *, app_name: str, user_id: str, session_id: str,
                           config: GetSessionConfig | None = None) -> Session | None:
@@ -153,7 +153,7 @@ class ConvlogSessionService(BaseSessionService):
         return await to_thread.run_sync(self._list, app_name, user_id)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        await write_in_thread(self._delete, session_key(app_name, user_id, session_id.strip()))
+        await write_in_worker(self._delete, session_key(app_name, user_id, session_id.strip()))
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         return await to_thread.run_sync(self._scope_state, scope_key(app_name, user_id))
@@ -163,7 +163,7 @@ class ConvlogSessionService(BaseSessionService):
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        await write_in_thread(self._append, session, event)
+        await write_in_worker(self._append, session, event)
         self._commit_event_to_session(session, event)
         session.last_update_time = event.timestamp
         return event
