@@ -34,6 +34,7 @@ from convlog.domain.content import MAX_TOKENS, AnyPart, Usage, check_unicode
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
 from convlog.services.anthropic_blocks import Block, to_part
+from convlog.services.writer import count_in_place
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode
@@ -82,6 +83,12 @@ class _Built(Message, frozen=True, kw_only=True, gc=False):
 
     def __post_init__(self) -> None:
         pass
+
+
+# Built here for one write and seen by no host: the writer sets its token count on it
+# rather than on a copy (issue 30). On a retry the count is already there (the same
+# text: a redaction hook works on its own copy).
+count_in_place(_Built)
 
 
 def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None = None
