@@ -256,6 +256,10 @@ class ConversationStore(Application[UUID]):
 
         `fresh=False` may return what this process last saw, without any query.
         Cached states are never mutated: treat the result as read-only."""
+        return self._state(conversation, key, fresh)
+
+    def _state(self, conversation: UUID, key: str, fresh: bool) -> Conversation:
+        """`load` for `execute` (already inside `storage_errors`: one wrapper a call)."""
         cached = self._cached(conversation)
         if cached is not None and not fresh:
             return cached
@@ -393,16 +397,16 @@ class ConversationStore(Application[UUID]):
             # pay a failed insert, a reload and an id lookup. Still optimistic about
             # ids: a known one conflicts on the index, and the retry looks ids up.
             cached = self._cached(conversation)
-            read = self.load(conversation, key, fresh=True)
+            read = self._state(conversation, key, True)
             self._note_shared(conversation, changed=cached is None
                               or read.version != cached.version)
         while True:
             attempt += 1
             if fresh:  # the reload after a conflict: outside the slot
-                self.load(conversation, key, fresh=True)
+                self._state(conversation, key, True)
             conflicted = False
             with slot:
-                state = self.load(conversation, key, fresh=False)
+                state = self._state(conversation, key, False)
                 now = datetime.now(UTC)
                 events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
                 if events:
