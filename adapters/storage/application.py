@@ -436,12 +436,10 @@ class ConversationStore(Application[UUID]):
         after: Conversation,
     ) -> tuple[Conversation, list[Recorded]]:
         """Record `events` (decided against `state`, which they turn into `after`)."""
-        user = after.user
-        recorded, new_ids = [], []
-        for version, event in enumerate(events, state.version + 1):
-            recorded.append(Recorded(version, event))  # type: ignore[arg-type]
-            if isinstance(event, MessageAppended):
-                new_ids.append(event.message_id)
+        user, first = after.user, state.version + 1
+        recorded = [Recorded(version, event)  # type: ignore[arg-type]
+                    for version, event in enumerate(events, first)]
+        new_ids = [e.message_id for e in events if isinstance(e, MessageAppended)]
         # Straight to the recorder: Application.save would only add per-event protocol
         # checks (~10 us each on Python 3.11) and Recording objects nobody reads.
         # Storage failures become StorageError in `execute` (storage_errors); a conflict
@@ -449,9 +447,7 @@ class ConversationStore(Application[UUID]):
         message_ids = (conversation, new_ids) if new_ids else None
         insert_rows = getattr(self.recorder, "insert_rows", None)
         if insert_rows is not None:  # SQLite: plain rows, no StoredEvent each (issue 30)
-            encode, stream = self.codec.encode, conversation.hex
-            insert_rows([(stream, r.version, *encode(conversation, r.version, r.event, user))
-                         for r in recorded], message_ids)
+            insert_rows(self.codec.rows(conversation, first, events, user), message_ids)
         else:
             store = self.codec.store
             self.recorder.insert_events(
