@@ -95,7 +95,7 @@ def test_duplicate_ids_in_a_batch_are_located_as_before_the_fast_paths() -> None
         decide_and_evolve(started(), [AppendMessages(messages=[a]),
                                       AppendMessages(messages=[convlog.user("c", id="2"), b])],
                           NOW)
-    assert "command 2" in str(info.value) and info.value.field.endswith("messages[1].id")
+    assert "command 2" in str(info.value) and str(info.value.field).endswith("messages[1].id")
     with pytest.raises(InvalidInput, match="expected a Message"):
         decide_and_evolve(started(), [AppendMessages(messages=[a, "b"])],  # type: ignore[list-item]
                           NOW)
