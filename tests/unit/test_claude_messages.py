@@ -44,6 +44,13 @@ CASES: list[dict[str, Any]] = [
            model="claude-opus-4", usage={"input_tokens": -3, "output_tokens": True,
                                          "cache_read_input_tokens": "9"}),
     record("assistant", "just text", usage={}),
+    # four counts: plain ints in range take `_usage_of`'s short way; the rest its long one
+    record("assistant", "x", usage={"input_tokens": 0, "output_tokens": 10**15,
+                                    "cache_read_input_tokens": 3,
+                                    "cache_creation_input_tokens": 4}),
+    record("assistant", "x", usage={"input_tokens": 1.5, "output_tokens": False,
+                                    "cache_read_input_tokens": None,
+                                    "cache_creation_input_tokens": -1}),
     {"type": "summary", "summary": "s", "leafUuid": "x"},
     {"type": "system", "message": "not a body"},
     {"message": {"content": "no type"}},
