@@ -169,6 +169,14 @@ def countable_text(content: Content, tool_calls: list[ToolCall] | None = None) -
     calls and results; not thinking (never replayed) nor image bytes (not stored)."""
     if isinstance(content, str) and not tool_calls:
         return content
+    if len(content) == 1 and not tool_calls:  # one block: no list to join (issue 30)
+        part = content[0]
+        if isinstance(part, TextPart):
+            return part.text
+        if isinstance(part, ToolUsePart):
+            return f"{part.name}({part.arguments})"
+        if isinstance(part, ToolResultPart):
+            return part.content
     pieces: list[str] = [content] if isinstance(content, str) else []
     if not isinstance(content, str):
         for part in content:

@@ -400,6 +400,12 @@ def decide_and_evolve(
 
 def _check_unique_in_batch(command: AppendMessages, seen: set[str]) -> None:
     """A message id may appear once per batch (a retry is a new batch)."""
+    if not seen:  # the usual batch (one append): one set, the loop only to say where
+        ids = [m.id for m in command.messages if isinstance(m, Message)]
+        seen.update(ids)
+        if len(seen) == len(ids):
+            return
+        seen.clear()
     for j, message in enumerate(command.messages):
         if isinstance(message, Message) and message.id in seen:
             raise InvalidInput(f"message id {message.id!r} appears earlier in this batch",
@@ -416,6 +422,10 @@ def _start(key: str, c: StartConversation, now: datetime) -> ConversationStarted
 
 
 def _new_messages(command: AppendMessages) -> list[Message]:
+    messages, known = command.messages, command.known_ids
+    ids = {m.id for m in messages if isinstance(m, Message)}
+    if len(ids) == len(messages):  # all messages, all ids distinct: no error to locate
+        return [m for m in messages if m.id not in known] if known else list(messages)
     seen: set[str] = set()
     fresh = []
     for i, message in enumerate(command.messages):

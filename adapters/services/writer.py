@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from convlog.accounting.tokens import count_tokens, with_token_count
+from convlog.accounting.tokens import count_in_place, count_tokens, with_token_count
 from convlog.domain.conversation import (
     AppendMessages,
     Command,
@@ -36,6 +36,9 @@ from convlog.projections.memory import DEFAULT_DEPTH
 from convlog.services.redacting import Redactor, redact_command
 from convlog.services.results import AppendResult
 from convlog.storage.application import ConversationStore
+
+__all__ = ["Decide", "Writer", "count_in_place"]  # count_in_place: the writer's count
+# step, for integrations (which reach accounting through the services)
 
 _HOST_OWN = (AppendMessages, InjectMemory)
 """Commands of the host's own batches (see `Writer._with_policy`)."""

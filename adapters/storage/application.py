@@ -256,6 +256,10 @@ class ConversationStore(Application[UUID]):
 
         `fresh=False` may return what this process last saw, without any query.
         Cached states are never mutated: treat the result as read-only."""
+        return self._state(conversation, key, fresh)
+
+    def _state(self, conversation: UUID, key: str, fresh: bool) -> Conversation:
+        """`load` for `execute` (already inside `storage_errors`: one wrapper a call)."""
         cached = self._cached(conversation)
         if cached is not None and not fresh:
             return cached
@@ -393,16 +397,16 @@ class ConversationStore(Application[UUID]):
             # pay a failed insert, a reload and an id lookup. Still optimistic about
             # ids: a known one conflicts on the index, and the retry looks ids up.
             cached = self._cached(conversation)
-            read = self.load(conversation, key, fresh=True)
+            read = self._state(conversation, key, True)
             self._note_shared(conversation, changed=cached is None
                               or read.version != cached.version)
         while True:
             attempt += 1
             if fresh:  # the reload after a conflict: outside the slot
-                self.load(conversation, key, fresh=True)
+                self._state(conversation, key, True)
             conflicted = False
             with slot:
-                state = self.load(conversation, key, fresh=False)
+                state = self._state(conversation, key, False)
                 now = datetime.now(UTC)
                 events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
                 if events:
@@ -432,12 +436,10 @@ class ConversationStore(Application[UUID]):
         after: Conversation,
     ) -> tuple[Conversation, list[Recorded]]:
         """Record `events` (decided against `state`, which they turn into `after`)."""
-        user = after.user
-        recorded, new_ids = [], []
-        for version, event in enumerate(events, state.version + 1):
-            recorded.append(Recorded(version, event))  # type: ignore[arg-type]
-            if isinstance(event, MessageAppended):
-                new_ids.append(event.message_id)
+        user, first = after.user, state.version + 1
+        recorded = [Recorded(version, event)  # type: ignore[arg-type]
+                    for version, event in enumerate(events, first)]
+        new_ids = [e.message_id for e in events if isinstance(e, MessageAppended)]
         # Straight to the recorder: Application.save would only add per-event protocol
         # checks (~10 us each on Python 3.11) and Recording objects nobody reads.
         # Storage failures become StorageError in `execute` (storage_errors); a conflict
@@ -445,9 +447,7 @@ class ConversationStore(Application[UUID]):
         message_ids = (conversation, new_ids) if new_ids else None
         insert_rows = getattr(self.recorder, "insert_rows", None)
         if insert_rows is not None:  # SQLite: plain rows, no StoredEvent each (issue 30)
-            encode, stream = self.codec.encode, conversation.hex
-            insert_rows([(stream, r.version, *encode(conversation, r.version, r.event, user))
-                         for r in recorded], message_ids)
+            insert_rows(self.codec.rows(conversation, first, events, user), message_ids)
         else:
             store = self.codec.store
             self.recorder.insert_events(

@@ -118,6 +118,21 @@ class MsgspecMapper(Mapper[UUID]):
                 return topic, state
         return topic, self._encoder.encode(payload)
 
+    def rows(self, originator_id: UUID, first_version: int, events: Sequence[Any],
+             user: str | None = None) -> list[tuple[str, int, str, bytes]]:
+        """`encode` of consecutive events from `first_version`, as the plain rows
+        (stream hex, version, topic, state) of `insert_rows`: one call a batch, the
+        topic and encoder looked up once (the per-event call and tuple unpacking were
+        ~0.3 us an event of an append; issue 30). The same bytes as `encode`."""
+        stream = originator_id.hex
+        if self.sealer is not None:
+            encode = self.encode
+            return [(stream, v, *encode(originator_id, v, e, user))
+                    for v, e in enumerate(events, first_version)]
+        topics, state = self._topics, self._encoder.encode
+        return [(stream, v, topics[type(e)], state(e))
+                for v, e in enumerate(events, first_version)]
+
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         originator_id = stored_event.originator_id
         if not isinstance(originator_id, UUID):

@@ -54,13 +54,13 @@ def test_a_stale_write_reloads_and_retries_outside_the_write_slot(
         trace: list[Any] = []
         log.writer.lock = TracedSlot(trace)  # type: ignore[assignment]
         store: Any = log.writer.store
-        load = store.load
+        load = store._state  # the state reads of `execute` (load's body, unwrapped)
 
-        def traced_load(conversation: Any, key: str, *, fresh: bool = True) -> Any:
+        def traced_load(conversation: Any, key: str, fresh: bool) -> Any:
             trace.append(("load", fresh))
-            return load(conversation, key, fresh=fresh)
+            return load(conversation, key, fresh)
 
-        store.load = traced_load
+        store._state = traced_load
         result = log.append_turn("s", [convlog.user("second", id="m2")])
         assert result.appended == ["m2"]
         # the stale attempt, then the reload outside the slot, then the retry

@@ -183,3 +183,24 @@ def test_a_cancelled_append_is_awaited_to_its_end_before_the_cancellation(
 
     loaded = run(cancelled_then_loaded())
     assert loaded is not None and len(loaded) == len(entries)
+
+
+def test_a_redacting_log_counts_the_redacted_text(tmp_path: Path) -> None:
+    """The store's messages are counted in place (issue 30), but a redaction hook
+    works on a copy: the stored count is the redacted text's, the first write and a
+    retried one alike."""
+    from convlog.accounting.tokens import count_tokens
+
+    log = convlog.open(f"sqlite:///{tmp_path / 'c.db'}",
+                       redact=lambda text: text.replace("hunter2", "[secret]"))
+    try:
+        store = ConvlogSessionStore(log)
+        said = entry("s1", "user", {"role": "user", "content": "my password is hunter2"})
+        run(store.append(KEY, [said]))
+        run(store.append(KEY, [said, TRANSCRIPT[0]]))  # s1 known: skipped, u1 counted
+        first, second = store.log.messages(conversation_key(KEY))
+        assert first.content == "my password is [secret]"
+        assert first.tokens == count_tokens("my password is [secret]")[0]
+        assert second.tokens == count_tokens("Where is auth configured?")[0]
+    finally:
+        log.close()

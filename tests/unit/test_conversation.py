@@ -84,6 +84,26 @@ def test_duplicate_ids_inside_one_turn_are_an_error() -> None:
     assert info.value.field == "messages[1].id"
 
 
+def test_duplicate_ids_in_a_batch_are_located_as_before_the_fast_paths() -> None:
+    """decide_and_evolve checks a batch's ids with one set when they are distinct
+    (issue 30); a duplicate is still reported where it is, with the same words."""
+    a, b = convlog.user("a", id="1"), convlog.assistant("b", id="1")
+    with pytest.raises(InvalidInput, match="appears twice in one turn") as info:
+        decide_and_evolve(started(), [AppendMessages(messages=[a, b])], NOW)
+    assert info.value.field == "messages[1].id"
+    with pytest.raises(InvalidInput, match="appears earlier in this batch") as info:
+        decide_and_evolve(started(), [AppendMessages(messages=[a]),
+                                      AppendMessages(messages=[convlog.user("c", id="2"), b])],
+                          NOW)
+    assert "command 2" in str(info.value) and str(info.value.field).endswith("messages[1].id")
+    with pytest.raises(InvalidInput, match="expected a Message"):
+        decide_and_evolve(started(), [AppendMessages(messages=[a, "b"])],  # type: ignore[list-item]
+                          NOW)
+    events, _ = decide_and_evolve(started(), [AppendMessages(
+        messages=[a, convlog.user("c", id="2")], known_ids=frozenset({"1"}))], NOW)
+    assert [e.message_id for e in events if isinstance(e, MessageAppended)] == ["2"]
+
+
 def test_appending_to_an_archived_conversation_reactivates_it() -> None:
     state = fold("k", [*decide_all(Conversation(key="k"), [StartSession(), Archive()], NOW)])
     assert state.status == "archived"
