@@ -3,8 +3,9 @@
 
 `bench.sdks --sdk adk` timed each service in its own block, so a load change between
 the blocks moved the ratio (1.34x and 0.72x in two runs; it now interleaves too).
-Here the two take turns in one process too, and each call timed in CPU time (`time.process_time`: all threads, so
-aiosqlite's and anyio's worker threads count) and wall time; medians and minimums.
+Here too the two take turns in one process, and each call is timed in CPU time
+(`time.process_time`: all threads, so aiosqlite's and anyio's worker threads count)
+and wall time; medians and minimums.
 
     .venv-bench/bin/python -m bench.adk_get_ab [--events 3000] [--rounds 15]
 
