@@ -65,7 +65,8 @@ def block_sdks(load: Loader) -> str:
     text, checks = side_by_side(d["rows"], "items", "sqlite_session", OPENAI_OPS)
     peak = d["peak_read_mib"]
     return (text
-            + f"\n\nconvlog vs `SQLiteSession`, medians of {d['repeat']} calls; ratio convlog / "
+            + f"\n\nconvlog vs `SQLiteSession`, medians of {d['repeat']} calls (fewer whole reads: "
+            + "see `bench/sdks.py`); ratio convlog / "
               f"SQLiteSession (below 1: convlog is faster). Peak Python memory (tracemalloc) "
               f"of one `get_items()` of {peak['items']:,} items: convlog "
               f"{peak['convlog']} MiB, SQLiteSession {peak['sqlite_session']} MiB.\n\n"
