@@ -14,7 +14,10 @@ the figure for the provider's own count. The counter used is stored on every eve
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -56,7 +59,26 @@ def counter_for(model: str | None) -> tuple[str, bool]:
     return DEFAULT_ENCODING, False
 
 
+_IMPORTING = threading.Lock()
+
+
+def import_tiktoken() -> None:
+    """Import tiktoken's modules that convlog uses, one thread at a time. The warm-up
+    thread loads the vocabulary while the host's thread may route a model through
+    ``tiktoken.model``; two threads importing the package and its submodules at once
+    once failed an append with ``KeyError: 'tiktoken'`` from the import machinery
+    (seen in make test, not reproducible on demand). Once imported, this is a lookup.
+    A module that is missing is left to the caller's own import to report."""
+    with _IMPORTING:
+        for module in ("tiktoken", "tiktoken.model", "tiktoken_ext.openai_public",
+                       "tiktoken._tiktoken"):
+            if module not in sys.modules:
+                with contextlib.suppress(ImportError):
+                    importlib.import_module(module)
+
+
 def _tiktoken_route(name: str) -> str | None:
+    import_tiktoken()
     try:
         from tiktoken.model import encoding_name_for_model
     except ImportError:
@@ -93,6 +115,7 @@ class _Encoders:
     def _load(self, encoding: str) -> Callable[[str], int]:
         if encoding not in ENCODINGS:
             raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(ENCODINGS)}")
+        import_tiktoken()
         try:
             count = tiktoken_counter(encoding)
         except Exception:  # no tiktoken, unwritable cache, a tiktoken that moved its files
