@@ -167,29 +167,29 @@ def check_content(content: object, field: str = "content") -> None:
 def countable_text(content: Content, tool_calls: list[ToolCall] | None = None) -> str:
     """The text a model re-reads when this message is replayed to it: text, tool
     calls and results; not thinking (never replayed) nor image bytes (not stored)."""
-    if isinstance(content, str) and not tool_calls:
-        return content
-    if len(content) == 1 and not tool_calls:  # one block: no list to join (issue 30)
-        part = content[0]
-        if isinstance(part, TextPart):
-            return part.text
-        if isinstance(part, ToolUsePart):
-            return f"{part.name}({part.arguments})"
-        if isinstance(part, ToolResultPart):
-            return part.content
-    pieces: list[str] = [content] if isinstance(content, str) else []
-    if not isinstance(content, str):
-        for part in content:
-            if isinstance(part, TextPart):
-                pieces.append(part.text)
-            elif isinstance(part, ToolUsePart):
-                pieces.append(f"{part.name}({part.arguments})")
-            elif isinstance(part, ToolResultPart):
-                pieces.append(part.content)
-            elif isinstance(part, ImagePart):
-                pieces.append(f"[image: {part.ref}]")
+    if isinstance(content, str):
+        if not tool_calls:
+            return content
+        pieces = [content]
+    elif len(content) == 1 and not tool_calls:  # one block: no list to join (issue 30)
+        return _countable(content[0]) or ""
+    else:
+        pieces = [piece for piece in map(_countable, content) if piece is not None]
     pieces.extend(f"{c.name}({c.arguments})" for c in tool_calls or ())
     return "\n".join(pieces)
+
+
+def _countable(part: Part) -> str | None:
+    """One part's share of `countable_text` (None: a part a model does not re-read)."""
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ToolUsePart):
+        return f"{part.name}({part.arguments})"
+    if isinstance(part, ToolResultPart):
+        return part.content
+    if isinstance(part, ImagePart):
+        return f"[image: {part.ref}]"
+    return None
 
 
 def content_text(content: Content) -> str:
