@@ -93,20 +93,20 @@ def storage_errors(method: F) -> F:
     the store as typed StorageErrors, never as a driver's own exception types."""
 
     @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(store: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            return method(*args, **kwargs)
+            return method(store, *args, **kwargs)
         except IntegrityError:
             raise
         except PersistenceError as exc:
             if _unavailable(exc):
                 raise StorageUnavailable(_explain(exc)) from None
-            raise StorageError(_explain(exc)) from None
+            raise StorageError(_explain(exc, _lock_wait(store))) from None
         except Exception as exc:
             if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool", "sqlite3"):
                 if _unavailable(exc):
                     raise StorageUnavailable(_explain(exc)) from None
-                raise StorageError(_explain(exc)) from None
+                raise StorageError(_explain(exc, _lock_wait(store))) from None
             raise
 
     return wrapper  # type: ignore[return-value]
@@ -478,11 +478,21 @@ def _unavailable(exc: BaseException) -> bool:
                for c in type(driver).__mro__)  # AdminShutdown, PoolTimeout... included
 
 
-def _explain(exc: Exception) -> str:
+def _lock_wait(store: Any) -> float | None:
+    """How long this store's writer waits for another process's lock (SQLite's busy
+    timeout), when its recorder says so."""
+    wait = getattr(getattr(store, "recorder", None), "lock_wait_seconds", None)
+    return wait if isinstance(wait, int | float) else None
+
+
+def _explain(exc: Exception, lock_wait: float | None = None) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     if "locked" in text or "busy" in text:
-        return ("the database is locked by another process and stayed locked past the "
-                f"timeout (set ?timeout=SECONDS in the URL to wait longer): {text}")
+        # The timeout in effect is named: a user who set ?timeout= sees it was applied,
+        # one who did not learns the default (5 s) they are under.
+        timeout = "the timeout" if lock_wait is None else f"the {lock_wait:g} s timeout"
+        return ("the database is locked by another process and stayed locked past "
+                f"{timeout} (set ?timeout=SECONDS in the URL to wait longer): {text}")
     if "full" in text.lower():
         return f"the event store is full (disk space or database size limit): {text}"
     return f"the event store failed: {text}"

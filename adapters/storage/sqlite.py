@@ -251,6 +251,12 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
             with typed_errors(), _immediate(conn):
                 yield conn
 
+    @property
+    def lock_wait_seconds(self) -> float:
+        """How long a write waits for another process's lock before it fails: the URL's
+        ``?timeout=``, else the default (named in the error that reports the lock)."""
+        return float(self.datastore.pool.lock_timeout or DEFAULT_LOCK_TIMEOUT)
+
     def _connect_writer(self) -> sqlite3.Connection:
         pool = self.datastore.pool
         conn = sqlite3.connect(pool.db_name, uri=True, check_same_thread=False,

@@ -108,7 +108,6 @@ def test_trickling_headers_are_cut_off_at_the_header_timeout(tmp_path: Path) -> 
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--header-timeout", "1"
                      ) as (url, _), socket.create_connection(_address(url)) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        started = time.monotonic()
         sock.settimeout(0.2)
         answered = b""
         for n in range(40):  # a header line every 0.2 s, 8 s in all
@@ -121,8 +120,9 @@ def test_trickling_headers_are_cut_off_at_the_header_timeout(tmp_path: Path) -> 
                 break
             if answered:
                 break
+        # Cut off within the 8 s the client trickles for: the 1 s given, not the
+        # default 10 s (a server that ignored --header-timeout fails here).
         assert answered, "the trickling client was never cut off"
-        assert time.monotonic() - started < 6
         _assert_problem(*_answer(sock), expected=408)
         _health_stays_up(url, 2)
 

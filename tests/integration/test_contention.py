@@ -49,6 +49,8 @@ class LockHolder:
             [sys.executable, "-c", HOLDER, str(path), "on-demand" if on_demand else "now"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.locked = False
+        self.releases = 0
+        """How many times the holder was told to let go (counted before telling it)."""
         if not on_demand:
             self._expect("locked")
             self.locked = True
@@ -70,6 +72,7 @@ class LockHolder:
 
     def release(self) -> None:
         if self.locked:
+            self.releases += 1
             self._send()
             self._expect("released")
             self.locked = False
@@ -114,12 +117,16 @@ def db(tmp_path: Path) -> Path:
 
 
 def assert_locked_error(exc: BaseException, elapsed: float, timeout: float) -> None:
+    """The error names the lock, the timeout in effect (the URL's, or the default)
+    and the option that waits longer; and it came no sooner than that timeout (a
+    lower bound: a clock never runs fast, so this holds on any machine; that it came
+    not much later is what pytest's own timeout and the named timeout show)."""
     assert type(exc) is convlog.StorageError, repr(exc)
     message = str(exc)
     assert "database is locked" in message, message
+    assert f"past the {timeout:g} s timeout" in message, message
     assert "?timeout=SECONDS" in message, message  # names the option that waits longer
-    assert timeout * 0.9 <= elapsed <= timeout + 2.5, (
-        f"waited {elapsed:.2f} s for a {timeout} s lock timeout")
+    assert elapsed >= timeout * 0.9, f"gave up after {elapsed:.2f} s of a {timeout} s timeout"
 
 
 def test_a_lock_held_past_the_timeout_is_a_clear_error_and_writes_nothing(db: Path) -> None:
@@ -156,14 +163,14 @@ def test_starting_a_conversation_under_a_lock_fails_cleanly(db: Path) -> None:
 
 
 def test_a_lock_released_within_the_timeout_is_waited_out(db: Path) -> None:
-    with convlog.open(f"sqlite:///{db}?timeout=3") as log, write_lock_held(db) as holder:
-        started = time.monotonic()
+    # The lock is released while the append waits: the append succeeds, and only
+    # after the release (ordering, not timing: a writer that did not wait would fail).
+    with convlog.open(f"sqlite:///{db}?timeout=30") as log, write_lock_held(db) as holder:
         timer = _release_later(holder, after=0.5)
         result = log.append_turn("k", turn(1))
-        elapsed = time.monotonic() - started
+        assert holder.releases == 1, "the append returned before the lock was let go"
         timer.join()
     assert result.appended == [f"t1-m{i}" for i in range(3)]
-    assert 0.4 <= elapsed < 3, elapsed
 
 
 def _release_later(holder: LockHolder, after: float) -> Any:
@@ -200,7 +207,7 @@ def test_the_cli_reports_a_lock_in_one_line(db: Path, tmp_path: Path) -> None:
     lines = err.getvalue().splitlines()
     assert len(lines) == 1, err.getvalue()
     assert lines[0].startswith("convlog: error: the database is locked"), lines[0]
-    assert "timeout" in lines[0]
+    assert "past the 1 s timeout" in lines[0] and "?timeout=SECONDS" in lines[0], lines[0]
     assert out.getvalue() == ""
     with convlog.open(str(db)) as log:
         assert "cli-1" not in [m.message_id for m in log.messages("k")]

@@ -34,23 +34,18 @@ def test_an_outage_answers_503_quickly_and_writes_resume_when_it_ends(
         assert http.post(path, json=turn(0)).status_code == 200
         private_pg.stop()
         down = time.monotonic()
-        answers: list[float] = []
-        while time.monotonic() - down < OUTAGE:
-            started = time.monotonic()
-            answer = http.post(path, json=turn(1))
-            answers.append(time.monotonic() - started)
+        while time.monotonic() - down < OUTAGE:  # the outage lasts; bench.scale times it
+            # Answered, not hung: a request that waited out the client's 10 s would
+            # raise here (the server's bounded wait for a connection is a few seconds).
+            answer = http.post(path, json=turn(1), timeout=10)
             assert answer.status_code == 503, answer.text
             assert answer.headers["content-type"].startswith("application/problem+json")
             assert answer.json()["type"].endswith("storage-unavailable")
             time.sleep(0.2)
-        assert max(answers) < 10, answers  # generous here; bench.scale measures it
-        private_pg.start()
-        up = time.monotonic()
-        while (answer := http.post(path, json=turn(1))).status_code != 200:
-            assert answer.status_code == 503, answer.text
-            time.sleep(0.05)
-        resumed = time.monotonic() - up
-        assert resumed < 3, f"writes resumed {resumed:.1f} s after the database came back"
+        private_pg.start()  # returns once the server accepts connections (pg_ctl -w)
+        # The very first write after that succeeds: no reconnection back-off in the way.
+        answer = http.post(path, json=turn(1), timeout=10)
+        assert answer.status_code == 200, answer.text
         assert answer.json()["appended"] == ["m1"]
         messages = http.get("/v1/conversations/k/messages").json()
         assert [m["message_id"] for m in messages] == ["m0", "m1"], messages
