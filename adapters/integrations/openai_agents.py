@@ -152,7 +152,7 @@ class ConvlogSession:
                        and item.get("type", "message") != "function_call_output"),
                       default=None)
         messages = [to_message(item, model=self.model, agent=self.agent,
-                               usage=usage if i == carrier else None)
+                               usage=usage if i == carrier else None, field=f"items[{i}]")
                     for i, item in enumerate(items)]
         self.log.execute(self.key, [
             StartConversation(channel=CHANNEL, user=self.user, agent=self.agent),

@@ -42,7 +42,7 @@ def test_an_outage_answers_503_quickly_and_writes_resume_when_it_ends(
             assert answer.headers["content-type"].startswith("application/problem+json")
             assert answer.json()["type"].endswith("storage-unavailable")
             time.sleep(0.2)
-        private_pg.start()  # returns once the server accepts connections (pg_ctl -w)
+        private_pg.start()  # returns once the server accepts connections (it waits)
         # The very first write after that succeeds: no reconnection back-off in the way.
         answer = http.post(path, json=turn(1), timeout=10)
         assert answer.status_code == 200, answer.text

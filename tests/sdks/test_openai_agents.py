@@ -136,6 +136,28 @@ def test_a_bad_item_records_nothing(url: str) -> None:
     session.close()
 
 
+def test_items_are_json_as_sqlite_session_stores_them(url: str) -> None:
+    """An item is kept as its JSON (what SQLiteSession's json.dumps/loads gives back):
+    a tuple comes back a list, an int key a string; a value JSON has no form for
+    (a datetime) is a typed error naming the item, and nothing of the batch is
+    recorded; the caller's dict changed afterwards does not change what was stored."""
+    import datetime
+
+    session = ConvlogSession("json", url)
+    item: Any = {"role": "user", "content": "hi", "extra": (1, 2.5, None),
+                 "by_id": {7: "seven"}}  # not an item type's shape: Any
+    run(session.add_items([item]))
+    item["content"] = "changed after add_items"
+    assert run(session.get_items()) == [{"role": "user", "content": "hi",
+                                         "extra": [1, 2.5, None], "by_id": {"7": "seven"}}]
+    late: Any = {"role": "user", "content": "when", "at": datetime.datetime(2026, 11, 27)}
+    with pytest.raises(convlog.InvalidInput, match="JSON") as caught:
+        run(session.add_items([ITEMS[0], late]))
+    assert caught.value.field == "items[1]", caught.value.field
+    assert len(run(session.get_items())) == 1
+    session.close()
+
+
 def test_a_shared_log_is_not_closed_by_the_session(url: str) -> None:
     with convlog.open(url) as log:
         session = ConvlogSession("shared", log, key="openai:shared", user="u1")
