@@ -403,9 +403,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
             params.append(gt)
         statement += " ORDER BY originator_version ASC"
         out: list[T] = []
-        readers = self._readers or self._open_readers()
-        if readers is not None and readers.closed:
-            readers = None
+        readers = self._live_readers()
         pool = self.datastore.pool
         connection = (readers.take() if readers is not None
                       else pool.get_connection(is_writer=False))
@@ -447,8 +445,8 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         wrapper would add a BEGIN and a COMMIT round and three context managers, ~40-45%
         of a `messages(last=20)` call when the caches are cold (`make bench`). A file
         database's reads take their connection from `Readers` (no pool locks)."""
-        readers = self._readers or self._open_readers()
-        if readers is None or readers.closed:
+        readers = self._live_readers()
+        if readers is None:
             return self._pooled_rows(statement, params)
         connection = readers.take()
         try:
@@ -458,6 +456,12 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
             raise _typed(exc) from exc
         readers.put(connection)
         return rows
+
+    def _live_readers(self) -> Readers | None:
+        """The read connections to take one from (None: read through the pool, for an
+        in-memory database or once the writer was closed)."""
+        readers = self._readers or self._open_readers()
+        return None if readers is None or readers.closed else readers
 
     def _open_readers(self) -> Readers | None:
         """The read connections of a file database (None: in memory, use the pool)."""
