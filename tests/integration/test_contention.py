@@ -116,27 +116,25 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def assert_locked_error(exc: BaseException, elapsed: float, timeout: float) -> None:
+def assert_locked_error(exc: BaseException, timeout: float) -> None:
     """The error names the lock, the timeout in effect (the URL's, or the default)
-    and the option that waits longer; and it came no sooner than that timeout (a
-    lower bound: a clock never runs fast, so this holds on any machine; that it came
-    not much later is what pytest's own timeout and the named timeout show)."""
+    and the option that waits longer. That a writer waits at all rather than failing
+    at once is shown by order, not by a clock: a lock released while the append waits
+    is waited out (test_a_lock_released_within_the_timeout_is_waited_out)."""
     assert type(exc) is convlog.StorageError, repr(exc)
     message = str(exc)
     assert "database is locked" in message, message
     assert f"past the {timeout:g} s timeout" in message, message
     assert "?timeout=SECONDS" in message, message  # names the option that waits longer
-    assert elapsed >= timeout * 0.9, f"gave up after {elapsed:.2f} s of a {timeout} s timeout"
 
 
 def test_a_lock_held_past_the_timeout_is_a_clear_error_and_writes_nothing(db: Path) -> None:
     with convlog.open(f"sqlite:///{db}?timeout=1") as log:
         before = stored_rows(db)
         with write_lock_held(db) as holder:
-            started = time.monotonic()
             with pytest.raises(convlog.StorageError) as caught:
                 log.append_turn("k", turn(1))
-            assert_locked_error(caught.value, time.monotonic() - started, timeout=1)
+            assert_locked_error(caught.value, timeout=1)
             # Nothing was written, and reads still work while the lock is held (WAL).
             assert [m.message_id for m in log.messages("k")] == [f"t0-m{i}" for i in range(3)]
             holder.release()
@@ -152,10 +150,9 @@ def test_a_lock_held_past_the_timeout_is_a_clear_error_and_writes_nothing(db: Pa
 
 def test_starting_a_conversation_under_a_lock_fails_cleanly(db: Path) -> None:
     with convlog.open(f"sqlite:///{db}?timeout=1") as log, write_lock_held(db) as holder:
-        started = time.monotonic()
         with pytest.raises(convlog.StorageError) as caught:
             log.conversation("new", user="u2")
-        assert_locked_error(caught.value, time.monotonic() - started, timeout=1)
+        assert_locked_error(caught.value, timeout=1)
         assert not log.exists("new")
         holder.release()
         log.conversation("new", user="u2").append_turn(turn(0))
@@ -188,10 +185,9 @@ def _release_later(holder: LockHolder, after: float) -> Any:
 def test_the_default_timeout_is_five_seconds(db: Path) -> None:
     """The README's documented default: a writer waits 5 s, then StorageError."""
     with convlog.open(f"sqlite:///{db}") as log, write_lock_held(db):
-        started = time.monotonic()
         with pytest.raises(convlog.StorageError) as caught:
             log.append_turn("k", turn(1))
-        assert_locked_error(caught.value, time.monotonic() - started, timeout=5)
+        assert_locked_error(caught.value, timeout=5)
     with convlog.open(f"sqlite:///{db}") as log:
         assert log.info("k").message_count == 3
 
