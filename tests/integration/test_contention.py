@@ -1,10 +1,11 @@
 """Contention: another process holds SQLite's write lock.
 
-The README promises: "`timeout` (default 5 s) is how long a writer waits for another
-process's lock before `StorageError` says the database is locked." So a lock held past
-the timeout gives a `StorageError` after about `timeout` seconds, naming the lock and
-the URL option, and writes nothing; a lock released in time is waited out; and once the
-lock is gone the same append succeeds, with nothing lost or duplicated.
+The storage docs promise: "`timeout` (default 5 s) is how long a writer waits for
+another process's lock before `StorageError` says the database is locked and which
+timeout it waited." So a lock held past the timeout gives a `StorageError` naming the
+lock, the timeout and the URL option, and writes nothing; a lock released in time is
+waited out; and once the lock is gone the same append succeeds, with nothing lost or
+duplicated.
 
 The lock holder is a separate process (plain `sqlite3`, no convlog) that runs
 `BEGIN IMMEDIATE` and keeps the transaction open until told to roll back.
