@@ -111,6 +111,9 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                Route("/health", health, methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: handle, Exception: handle})
+    # Starlette answers a path with a stray trailing slash with a redirect to a URL
+    # built from the request's Host header (to evil.example, unauthenticated): a 404.
+    app.router.redirect_slashes = False
     app.state.server = server
     limited = Limits(app, max_body=max_body, body_timeout=body_timeout,
                      max_requests=max_requests)

@@ -3,9 +3,11 @@
 Without a token every request is the admin, and any web page the operator visits can
 make the browser send requests to loopback. So, with no token configured:
 
-- the `Host` header must name the bound address or ``localhost`` (and the bound
-  port): a page on ``evil.example`` that re-points its name at 127.0.0.1 (DNS
-  rebinding) sends ``Host: evil.example`` and is refused (421);
+- the `Host` header must name the bound address or ``localhost``, with the bound
+  port or none: a page on ``evil.example`` that re-points its name at 127.0.0.1 (DNS
+  rebinding) sends ``Host: evil.example`` and is refused (421). A browser always
+  sends the port of a page that is not on port 80, so leaving it out is no way in
+  (some HTTP libraries leave it out for every port);
 - a request with a body must say ``Content-Type: application/json`` (415): a browser
   sends a cross-site form or ``text/plain`` (or untyped) body without asking first,
   but never a JSON one.
@@ -58,9 +60,9 @@ class Guard:
                ) -> tuple[int, str, str, str] | None:
         host = headers.get(b"host", b"").decode("latin-1")
         origin = headers.get(b"origin")
-        if self.open_mode and not self._our_host(scope, host):
-            return (421, "wrong-host", f"Host {host!r} is not this server's address: "
-                    "without a token only the bound address or localhost is served", "Host")
+        wrong = self._wrong_host(scope, host) if self.open_mode else None
+        if wrong is not None:
+            return (421, "wrong-host", f"Host {host!r} {wrong}", "Host")
         if origin is not None:
             text = origin.decode("latin-1").rstrip("/")
             if text not in self.allow_origins and text != f"http://{host}":
@@ -72,24 +74,29 @@ class Guard:
                     "Content-Type: application/json", "Content-Type")
         return None
 
-    def _our_host(self, scope: Scope, host: str) -> bool:
-        server = scope.get("server") or ("", None)
+    def _wrong_host(self, scope: Scope, host: str) -> str | None:
+        """What is wrong with `host` for this server (None: nothing), said exactly."""
+        address, bound = scope.get("server") or ("", None)
+        names = sorted({*self.names, str(address).lower()})
         name, port = _split_host(host)
-        return port == server[1] and (name in self.names or name == str(server[0]).lower())
+        if name not in names:
+            return (f"is refused: {name!r} is not a name of this server (without a token "
+                    f"it answers only to {', '.join(names)}, with or without :{bound})")
+        if port != "" and port != str(bound):
+            return f"is refused: it names port {port}, but this server listens on port {bound}"
+        return None
 
 
-def _split_host(host: str) -> tuple[str, int | None]:
-    """``[::1]:8765`` -> ("::1", 8765); no port is 80; a bad one is None."""
+def _split_host(host: str) -> tuple[str, str]:
+    """``[::1]:8765`` -> ("::1", "8765"); no port is ""."""
     if host.startswith("["):
         name, _, rest = host[1:].partition("]")
-        port = rest[1:] if rest.startswith(":") else ""
+        port = rest[1:] if rest.startswith(":") else rest
     elif host.count(":") == 1:
         name, _, port = host.partition(":")
     else:
         name, port = host, ""
-    if not port:
-        return name.lower(), 80
-    return name.lower(), int(port) if port.isascii() and port.isdigit() else None
+    return name.lower(), port
 
 
 def _headers(scope: Scope) -> dict[bytes, Any]:

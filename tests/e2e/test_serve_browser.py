@@ -87,3 +87,20 @@ def test_with_a_token_a_foreign_origin_is_refused_too(tmp_path: Path) -> None:
         port = urlsplit(url).port  # a token server may sit behind any name
         assert httpx.get(url + "/v1/conversations", headers={
             **auth, "Host": f"convlog.internal:{port}"}).status_code == 200
+
+
+def test_loopback_names_are_served_with_or_without_the_port(tmp_path: Path) -> None:
+    """Issue 44: a host sent ``Host: localhost`` (no port) to a server on another port
+    than 80 and got a 421 whose text said localhost was allowed."""
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _):
+        port = urlsplit(url).port
+        for host in ("localhost", "LocalHost", "127.0.0.1", f"localhost:{port}"):
+            answer = httpx.get(url + "/health", headers={"Host": host})
+            assert answer.status_code == 200, (host, answer.text)
+        # what is refused is said exactly: the name, or the port
+        wrong_port = httpx.get(url + "/health", headers={"Host": "localhost:1"})
+        _problem(wrong_port, 421, "Host")
+        assert f"port 1, but this server listens on port {port}" in wrong_port.json()["detail"]
+        wrong_name = httpx.get(url + "/health", headers={"Host": "evil.example"})
+        _problem(wrong_name, 421, "Host")
+        assert "'evil.example' is not a name of this server" in wrong_name.json()["detail"]
