@@ -11,11 +11,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any, NoReturn
 
 import convlog
 from convlog.cli.arguments import UsageError
 from convlog.cli.registry import BY_NAME, COMMANDS
+from convlog.cli.render import visible, visible_output
 from convlog.domain.errors import ConvlogError
 from convlog.services.log import ConversationLog
 from convlog.services.options import ENV_CAP, ENV_DEPTH, LogOptions, memory_policy
@@ -57,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, status: int) -> NoReturn:
-    print(f"convlog: error: {message}", file=sys.stderr)
+    print(f"convlog: error: {visible(message)}", file=sys.stderr)
     raise SystemExit(status)
 
 
@@ -73,13 +75,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = parser.parse_args(given)
     command = BY_NAME[args.command]
+    # text for a terminal: no control sequence from the log reaches it (render.visible)
+    terminal = command.prints_data and not args.json and not getattr(args, "csv", False)
     try:
         if args.json and not command.prints_data:
             raise UsageError(f"convlog {command.name} prints no data: --json does not apply")
         if command.check is not None:  # usage errors come before opening anything
             command.check(args)
         if command.run_on_url is not None:
-            command.run_on_url(args.db, args)
+            with visible_output() if terminal else nullcontext():
+                command.run_on_url(args.db, args)
         elif command.run is not None:
             # Reading commands never create a database as a side effect.
             keyless = command.public_only and not (
@@ -90,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args.db, LogOptions(create=command.creates_database,
                                         max_injected_blocks_in_history=cap,
                                         context_window_depth=depth),
-                    master_key="public" if keyless else "env") as log:
+                    master_key="public" if keyless else "env") as log, \
+                    visible_output() if terminal else nullcontext():
                 command.run(log, args)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
