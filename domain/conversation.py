@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from convlog.domain.content import check_token_count, check_unicode
-from convlog.domain.errors import ConversationForgotten, InvalidInput, UnknownConversation
+from convlog.domain.errors import (
+    ArchivedConversation,
+    ConversationForgotten,
+    InvalidInput,
+    UnknownConversation,
+)
 from convlog.domain.events import (
     AgentSessionClosed,
     ContextWindowReported,
@@ -191,6 +196,21 @@ def evolve(state: Conversation, event: Event) -> None:
         state.title = state.workspace = None
 
 
+def check_resumable(state: Conversation) -> None:
+    """The rule every resume obeys, on every surface: only a conversation that exists
+    and is not archived is resumed (UnknownConversation, ArchivedConversation).
+    A resume never starts a conversation: a mistyped key is an error, not a new,
+    empty conversation."""
+    if not state.started:
+        raise UnknownConversation(state.key)
+    if state.status == "archived":
+        raise ArchivedConversation(state.key)
+
+
+RESUME_FACTS = (ResumeAttempted, ResumeSucceeded, ResumeFailed, HistoryInjected)
+"""The facts of a resume: recorded only where `check_resumable` allows."""
+
+
 # ---------------------------------------------------------------------- commands
 
 
@@ -290,9 +310,11 @@ Command = (
 def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     """The events that `command` causes in `state`; [] when it changes nothing.
 
-    Recording a message, a native session or a resume fact into a conversation that
-    was never started starts it (hosts that skip the start must not lose data);
-    archiving, reactivating or clearing an unknown conversation is an error.
+    Recording a message or a native session into a conversation that was never
+    started starts it (hosts that skip the start must not lose data); archiving,
+    reactivating or clearing an unknown conversation is an error, and so is a resume
+    fact (attempt, outcome, injection) for an unknown or archived one
+    (`check_resumable`).
     """
     if not isinstance(command, AppendMessages):  # messages check themselves when built
         check_unicode(command, "")
@@ -325,6 +347,8 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
             UserForgotten(at=now, user=command.user, requested_by=command.requested_by)]
     if state.forgotten:
         raise ConversationForgotten(state.key, state.user or "")
+    if isinstance(command, RecordFact) and isinstance(command.event, RESUME_FACTS):
+        check_resumable(state)
     if not state.started:
         if isinstance(command, Archive | Reactivate | Clear | Retract):
             raise UnknownConversation(state.key)

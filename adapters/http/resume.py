@@ -9,6 +9,11 @@ builds the history to the budget, records exactly what it handed out
 of two servers asked at the same instant for the same native session only one answers
 with the history.
 Telemetry then reads the same events whichever way they came.
+
+The rule of every resume holds here as in the library (`check_resumable`): a key
+nothing was recorded under is a 404 and stays unknown (a resume never starts a
+conversation), an archived conversation is a 409 `conversation-archived`, and
+nothing is recorded for either.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import threading
 
 import convlog
-from convlog.domain.conversation import BindNativeSession, Command
+from convlog.domain.conversation import BindNativeSession, Command, RequireUser, check_resumable
 from convlog.domain.errors import InvalidInput
 from convlog.http.endpoint import Call, Endpoint
 from convlog.http.schema import AttemptIn, InjectionIn, OutcomeIn
@@ -36,8 +41,16 @@ async def attempt(call: Call) -> convlog.AppendResult:
     body = await call.body(AttemptIn)
     command = to_command(ResumeAttemptedLine(strategy=body.strategy,
                                              native_session_id=body.native_session_id))
-    key, first = await call.writable()
+    key, first = await _existing(call)
     return await call.write(key, [*first, command])
+
+
+async def _existing(call: Call) -> tuple[str, list[Command]]:
+    """The path's key, if it exists and this caller may write it (404 otherwise: a
+    resume never starts a conversation), and the guard to write with it."""
+    key = await call.readable()
+    user = call.principal.user
+    return key, [] if user is None else [RequireUser(user=user)]
 
 
 async def outcome(call: Call) -> convlog.AppendResult:
@@ -60,7 +73,7 @@ async def outcome(call: Call) -> convlog.AppendResult:
             native_session_id=body.native_session_id, latency_ms=body.latency_ms))]
     if body.latency_ms is not None and not 0 <= body.latency_ms < float("inf"):
         raise InvalidInput("must be a finite number >= 0", field="latency_ms")
-    key, first = await call.writable()
+    key, first = await _existing(call)
     return await call.write(key, [*first, *commands])
 
 
@@ -76,6 +89,7 @@ def _inject_once(log: convlog.ConversationLog, key: str, body: InjectionIn) -> I
     b = body.budget
     budget = Budget(tokens=b.tokens, messages=b.messages, chars=b.chars)
     state = log.state(key)
+    check_resumable(state)  # before the context is built: an archived one gets nothing
     native = body.native_session_id
     if native is not None and native in state.injected_native_session_ids:
         return InjectionOut(injected=False, already_injected=True)

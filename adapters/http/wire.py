@@ -21,6 +21,7 @@ import msgspec
 
 import convlog
 from convlog.domain.errors import (
+    ArchivedConversation,
     ConversationForgotten,
     ConvlogError,
     InvalidInput,
@@ -89,6 +90,10 @@ def problem_error(status: int, reason: str, content: bytes) -> ConvlogError:
         return InvalidInput(problem.detail, field=problem.field)
     if kind == "memory-cooling":  # the ids: `memory_cooldown()`
         return MemoryCooling(problem.detail, field=problem.field)
+    if kind == "conversation-archived":
+        archived = _archived(problem.detail)
+        if archived is not None:
+            return archived
     if kind == "unknown-conversation":
         return UnknownConversation(problem.detail.removeprefix("unknown conversation ")
                                    .strip("'\""))
@@ -105,6 +110,21 @@ def problem_error(status: int, reason: str, content: bytes) -> ConvlogError:
     if kind == "storage-unavailable":
         return convlog.StorageError(problem.detail)
     return RemoteError(problem)
+
+
+_ARCHIVED = re.compile(r"conversation (.+) is archived: .*")
+
+
+def _archived(detail: str) -> ArchivedConversation | None:
+    """The server's ArchivedConversation again, its key read back from the detail."""
+    found = _ARCHIVED.fullmatch(detail)
+    if found is None:
+        return None
+    try:
+        key = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError):
+        return None
+    return ArchivedConversation(key) if isinstance(key, str) else None
 
 
 _FORGOTTEN = re.compile(r"conversation (.+) belongs to forgotten user (.+): it records "

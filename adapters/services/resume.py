@@ -35,9 +35,10 @@ from convlog.domain.conversation import (
     Command,
     Conversation,
     RecordFact,
+    check_resumable,
     conversation_id,
 )
-from convlog.domain.errors import ArchivedConversation, InvalidInput
+from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
     REASON_CLASSES,
     HistoryInjected,
@@ -65,7 +66,9 @@ def record_injection(writer: Writer, key: str, context: Context,
     after a version conflict, so of two processes injecting into the same native
     session at the same instant (two HTTP servers, two hosts on one PostgreSQL) only
     one records, and the other learns it got nothing (False). With no native session
-    id there is nothing to deduplicate on: the injection is always recorded.
+    id there is nothing to deduplicate on: the injection is always recorded. An
+    unknown or archived conversation gets nothing, whether or not the native session
+    already had it (`check_resumable`, decided inside the write too).
     """
     event = HistoryInjected(
         at=_NOW, from_version=context.from_version, to_version=context.to_version,
@@ -73,6 +76,7 @@ def record_injection(writer: Writer, key: str, context: Context,
         text=context.text, native_session_id=native)
 
     def once(state: Conversation, _fresh: bool) -> list[Command]:
+        check_resumable(state)
         if native is not None and native in state.injected_native_session_ids:
             return []
         return [RecordFact(event=event)]
@@ -187,10 +191,13 @@ class ResumeRun:
         self.exclude = exclude
         check_format(fmt)  # before any tier runs: a bad format must not waste a session
         self.attempts: list[Attempt] = []
-        # An unknown conversation is fine here: recording the first attempt starts it.
-        state = self.writer.store.load(conversation_id(key), key)
-        if state.status == "archived":
-            raise ArchivedConversation(key)
+        self.bound: str | None = None
+
+    def begin(self) -> None:
+        """Before any tier runs (no agent session is wasted on it): the conversation
+        must exist and not be archived (`check_resumable`); learn its native session."""
+        state = self.writer.store.load(conversation_id(self.key), self.key)
+        check_resumable(state)
         self.bound = state.native_session_id
 
     def _record(self, *commands: Command) -> None:

@@ -63,6 +63,7 @@ def _ms(started: float) -> float:
 def _plan(run: ResumeRun, tiers: Sequence[Tier],
           summarizer: Summarizer | AsyncSummarizer | None,
           summarizer_name: str | None) -> Plan:
+    yield _Blocking(run.begin, ())
     for tier in tiers:
         call = yield _Blocking(run.start, (tier,))
         if call is None:

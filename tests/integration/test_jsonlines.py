@@ -647,14 +647,22 @@ def test_record_text_output_mentions_events_version_and_skips(cli: CLI, db: str)
 
 
 def test_first_batch_starts_the_conversation(cli: CLI, db: str):
-    result = cli("--db", db, "record", "new", "--json",
-                 stdin=jl({"type": "resume_attempted", "strategy": "session/resume"})).json()
+    result = cli("--db", db, "record", "new", "--json", stdin=jl({**MSG, "id": "m1"})).json()
     assert result["version"] == 2
     assert result["events"] == 2
-    assert events_of(db, "new") == [(1, "session_started"), (2, "resume_attempted")]
+    assert events_of(db, "new") == [(1, "session_started"), (2, "message_appended")]
     with convlog.open(db) as log:
         started = log.events("new")[0].event
         assert getattr(started, "key", None) == "new"
+
+
+def test_a_resume_fact_never_starts_a_conversation(cli: CLI, db: str):
+    """A resume of a key nothing was recorded under is a mistake (issue 42): refused,
+    and the key stays unknown (tests/parity checks it on every surface)."""
+    run = cli("--db", db, "record", "new",
+              stdin=jl({"type": "resume_attempted", "strategy": "session/resume"}))
+    assert_one_line_error(run, "unknown conversation 'new'")
+    assert events_of(db, "new") == []
 
 
 def test_every_line_type_in_one_batch(cli: CLI, db: str, tmp_path: Path):
@@ -770,7 +778,7 @@ def test_bad_input_after_a_valid_line_writes_nothing(
     cli: CLI, db: str, tmp_path: Path, data: bytes, names: str
 ):
     before = seed(db)
-    valid = jl({**MSG, "id": "valid-new"}, {"type": "session_archived"})
+    valid = jl({**MSG, "id": "valid-new"}, {"type": "conversation_cleared"})
     path = write(tmp_path, "batch.jsonl", valid + data)
     run = cli("--db", db, "record", "k", path)
     assert_one_line_error(run, f"{path}:3", names)
@@ -784,7 +792,7 @@ def test_bad_input_after_a_valid_line_writes_nothing(
     jl({**MSG, "role": "system"}),
     jl({**MSG, "id": "ok"}, {**MSG, "content": 1.5}),
     jl({"type": "session_started", "user": "u"}, {"type": "bogus"}),
-    jl({**INJECTED, "to_version": 5}),
+    jl({"type": "session_started"}, {**INJECTED, "to_version": 5}),
 ], ids=["system", "valid-then-bad", "start-then-unknown-type", "history-range"])
 def test_bad_first_batch_creates_no_conversation(cli: CLI, db: str, data: bytes):
     run = cli("--db", db, "record", "fresh", stdin=data)

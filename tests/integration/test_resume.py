@@ -337,16 +337,27 @@ def test_a_hung_tier_times_out(log: convlog.ConversationLog,
     assert timed_out.error is not None and "0.2s" in timed_out.error
 
 
-def test_an_unknown_key_auto_starts_and_injects_nothing_without_history(
+def test_an_unknown_key_is_refused_before_any_tier_and_stays_unknown(
         log: convlog.ConversationLog) -> None:
-    assert not log.exists("never-seen")
+    """A resume never starts a conversation: a mistyped key used to become an empty
+    one with no user (issue 42). No tier runs, nothing is recorded."""
     calls = Calls()
-    outcome = log.resume("never-seen", [calls.tier("session/resume"),
-                                        calls.tier("session/new", "fresh-1")])
+    with pytest.raises(convlog.UnknownConversation):
+        log.resume("never-seen", [calls.tier("session/resume"),
+                                  calls.tier("session/new", "fresh-1")])
+    assert calls.seen == []
+    assert not log.exists("never-seen")
+
+
+def test_a_conversation_without_history_injects_nothing(
+        log: convlog.ConversationLog) -> None:
+    log.conversation("empty")
+    calls = Calls()
+    outcome = log.resume("empty", [calls.tier("session/resume"),
+                                   calls.tier("session/new", "fresh-1")])
     assert calls.seen == [("session/new", None)]
     assert outcome.ok and outcome.fresh and outcome.injection is None
-    assert log.exists("never-seen")
-    conv = log.get("never-seen")
+    conv = log.get("empty")
     assert injections(conv) == []
     assert trail(conv) == [("attempted", "session/resume", None),
                            ("failed", "session/resume", "not_found"),
@@ -609,11 +620,14 @@ def test_async_unknown_key_and_all_failing(aurl: str) -> None:
         raise RpcError(-32601)
 
     async def main(alog: convlog.AsyncConversationLog) -> None:
+        with pytest.raises(convlog.UnknownConversation):
+            await alog.resume("ghost", [convlog.Tier("session/new", broken)])
+        assert not await alog.exists("ghost")
+        await alog.conversation("ghost")
         outcome = await alog.resume("ghost", [convlog.Tier("session/resume", broken),
                                               convlog.Tier("session/new", broken)])
         assert not outcome.ok and outcome.injection is None
         assert [a.reason for a in outcome.attempts] == ["not_found", "unsupported"]
-        assert await alog.exists("ghost")
 
     arun(main, aurl)
 

@@ -163,7 +163,7 @@ def test_injection_range_must_lie_inside_the_log() -> None:
 
 
 def test_a_bad_command_in_a_batch_is_located_by_its_origin() -> None:
-    commands: list[Command] = [AppendMessages(messages=[convlog.user("ok")]), Archive(),
+    commands: list[Command] = [AppendMessages(messages=[convlog.user("ok")]), Clear(),
                                RecordFact(event=ResumeFailed(at=NOW, strategy=" "))]
     with pytest.raises(InvalidInput) as info:
         decide_all(started(), commands, NOW, origins=["in:1", "in:2", "in:5"])
