@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -206,7 +206,7 @@ class AsyncLibrary(Library):
 
     def _run(self, coro: Awaitable[T]) -> T:
         try:
-            return self.loop.run_until_complete(coro)  # type: ignore[arg-type]
+            return self.loop.run_until_complete(coro)
         except ConvlogError as exc:
             raise _from_error(exc) from None
 
@@ -466,8 +466,9 @@ class ACP(Surface):
         client = RecordingClient()
 
         async def scenario() -> None:
+            command = proxy_command(self.url, agent_command("memory", self.workdir))
             async with acp.spawn_agent_process(
-                    client, *proxy_command(self.url, agent_command("memory", self.workdir)),
+                    cast(Any, client), *command,
                     env={**env(), "CONVLOG_CONTEXT_WINDOW_DEPTH": str(DEPTH)}) as (conn, _):
                 await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
                                       client_info=CLIENT_INFO)
