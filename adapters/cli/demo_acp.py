@@ -114,6 +114,12 @@ class Host:
         raise acp.RequestError.method_not_found("session/request_permission")
 
 
+# The SDK gives a child 2 s to exit after its stdin closes, then terminates it, and
+# raises ProcessLookupError when the child exits in between: on a loaded machine the
+# proxy (closing its log, then its agent) can take longer than that.
+SHUTDOWN = {"shutdown_timeout": 30.0}
+
+
 def proxy(url: str) -> list[str]:
     return [sys.executable, "-m", "convlog.cli.main", "acp", "--db", url, "--tokens", "2000",
             "--", sys.executable, "-m", "convlog.cli.demo_acp", "agent"]
@@ -124,7 +130,8 @@ async def first_host(url: str, state: Path) -> None:
 
     host = Host()
     async with acp.spawn_agent_process(cast(acp.Client, host), *proxy(url),
-                                       env=dict(os.environ)) as (conn, proc):
+                                       env=dict(os.environ),
+                                       transport_kwargs=SHUTDOWN) as (conn, proc):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
                               client_info=acp.schema.Implementation(name="demo-host",
                                                                     version="1.0"))
@@ -150,7 +157,8 @@ async def second_host(url: str, state: Path) -> None:
     host = Host()
     session_id = state.read_text()
     async with acp.spawn_agent_process(cast(acp.Client, host), *proxy(url),
-                                       env=dict(os.environ)) as (conn, _):
+                                       env=dict(os.environ),
+                                       transport_kwargs=SHUTDOWN) as (conn, _):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
                               client_info=acp.schema.Implementation(name="demo-host",
                                                                     version="1.0"))

@@ -5,6 +5,7 @@ delete as a new epoch that keeps the history, and a second process's store."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -166,22 +167,36 @@ def test_an_encrypted_store_seals_entries_and_hands_them_back(
 
 
 def test_a_cancelled_append_is_awaited_to_its_end_before_the_cancellation(
-        store: Any) -> None:
+        tmp_path: Path) -> None:
     """The worker thread cannot be stopped: a caller cancelled under asyncio must not
     see its cancellation while the write may still commit (the SDK's mirror retries
-    on failure, so a write it believes undone must be)."""
+    on failure, so a write it believes undone must be). The cancellation comes once
+    the write is under way in its worker thread (its redaction hook has run), not
+    after a guessed delay: on a loaded machine 5 ms did not always reach it."""
+    under_way = threading.Event()
+
+    def redact(text: str) -> str:
+        under_way.set()
+        return text
+
+    log = convlog.open(f"sqlite:///{tmp_path / 'c.db'}", redact=redact)
+    store = ConvlogSessionStore(log)
     entries = [entry(f"c{i}", "user", {"role": "user", "content": f"line {i} " * 20})
                for i in range(3000)]
 
     async def cancelled_then_loaded() -> list[Any] | None:
         task = asyncio.ensure_future(store.append(KEY, entries))
-        await asyncio.sleep(0.005)  # the write is under way in its worker thread
+        while not under_way.is_set():
+            await asyncio.sleep(0.001)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        return await store.load(KEY)  # type: ignore[no-any-return]
+        return await store.load(KEY)
 
-    loaded = run(cancelled_then_loaded())
+    try:
+        loaded = run(cancelled_then_loaded())
+    finally:
+        log.close()
     assert loaded is not None and len(loaded) == len(entries)
 
 
