@@ -25,7 +25,7 @@ from typing import Any
 
 from convlog.domain.content import TextPart, ToolUsePart
 from convlog.domain.events import ConversationStarted, MessageAppended
-from convlog.projections.pairing import Cause, Tools, message_tools
+from convlog.projections.pairing import SEPARATOR, Cause, Tools, message_tools, scope
 
 CANCELLED_MARK = "[turn cancelled]"
 INTERRUPTED_MARK = "[Request interrupted by user"
@@ -41,34 +41,40 @@ def imported(start: ConversationStarted | Mapping[str, Any] | None) -> bool:
 def lost_causes(messages: Sequence[MessageAppended], *,
                 tools: Sequence[Tools] | None = None,
                 retracted: Iterable[MessageAppended] = (),
-                imported: bool | Callable[[], bool] = False
-                ) -> tuple[dict[str, Cause], Cause]:
-    """(cause per call id, default cause) for `pair(causes=..., missing=...)`.
+                imported: bool | Callable[[], bool] = False,
+                sep: str = SEPARATOR) -> tuple[dict[str, Cause], Cause]:
+    """(cause per call key, default cause) for `pair(causes=..., missing=...)`.
 
     `messages` are the live messages in stored order (`tools` their
     `message_tools`, when the caller has them), `retracted` the retracted messages
     that may have carried results, `imported` whether the conversation was imported
-    (a callable is asked only when some call has no result)."""
+    (a callable is asked only when some call has no result). A call is named by its
+    key (convlog.projections.pairing.scope, with `sep`): its id, unless an earlier
+    call used that id; a retracted result is the newest open call's with its id."""
     tools = tools if tools is not None else [message_tools(m) for m in messages]
+    scoped = scope(tools, sep)
     answered: set[str] = set()
     calls: dict[str, int] = {}
-    for i, item in enumerate(tools):
+    for i, item in enumerate(scoped.items):
         answered.update(item.results)
-        for call_id, _ in item.calls:
-            calls.setdefault(call_id, i)
+        for key, _ in item.calls:
+            calls.setdefault(key, i)
     open_calls = {c: i for c, i in calls.items() if c not in answered}
     causes: dict[str, Cause] = {}
     if not open_calls:
         return causes, "process_died"
     default: Cause = ("missing_in_import" if (imported() if callable(imported) else imported)
                       else "process_died")
+    newest_open: dict[str, str] = {}  # call id -> its newest open call's key
+    for key in open_calls:
+        newest_open[scoped.id_of(key)] = key
     for message in retracted:
         for call_id in message_tools(message).results:
-            if call_id in open_calls:
-                causes[call_id] = "retracted"
-    for call_id, i in open_calls.items():
-        if call_id not in causes and _cancelled(messages, i, call_id):
-            causes[call_id] = "cancelled"
+            if call_id in newest_open:
+                causes[newest_open[call_id]] = "retracted"
+    for key, i in open_calls.items():
+        if key not in causes and _cancelled(messages, i, scoped.id_of(key)):
+            causes[key] = "cancelled"
     return causes, default
 
 

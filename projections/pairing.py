@@ -16,7 +16,13 @@ The rule (`pair`):
   its call (results always directly after their call: chat-style APIs require it);
 - a history that is already well paired comes back unchanged, item for item;
 - an item holding a call AND its result (the ACP proxy records a whole turn, calls and
-  results, as one message) is an exchange answered in itself.
+  results, as one message) is an exchange answered in itself;
+- a call is paired within its scope (`scope`): an id used again (agents that number
+  their calls per process reuse ``call-1`` after a restart, or in every turn) opens a
+  new call, and a result answers the newest call before it with its id. Each call
+  is then paired under a key of its own: its id the first time, ``<id>~2``,
+  ``<id>~3``... after (never an id the history itself holds); a surface whose
+  readers need ids unique (model APIs refuse a reused call id) hands those keys on.
 
 It is pure and linear: the caller describes each item once (`Tools`, built without
 decoding anything twice) and renders the plan (`Plan.steps`) in its own item types.
@@ -70,10 +76,17 @@ class Lost(msgspec.Struct, frozen=True):
     call_id: str
     name: str
     cause: Cause
+    key: str = ""
+    """The call's key when its id was used before (`scope`); empty: the id is the key."""
 
     @property
     def text(self) -> str:
         return lost_text(self.cause, self.name)
+
+    @property
+    def scoped_id(self) -> str:
+        """The id this call is paired under: its key, unique in the history."""
+        return self.key or self.call_id
 
 
 _EMPTY: frozenset[str] = frozenset()
@@ -95,6 +108,12 @@ class Repair(msgspec.Struct, frozen=True):
     cause: Cause | None
     index: int
     """The input item the repair concerns (the call's for `synthesized`)."""
+    key: str = ""
+    """As `Lost.key`: the call's key when its id was used before."""
+
+    @property
+    def scoped_id(self) -> str:
+        return self.key or self.call_id
 
 
 class Plan(msgspec.Struct, frozen=True):
@@ -102,16 +121,102 @@ class Plan(msgspec.Struct, frozen=True):
     repairs: list[Repair]
 
 
+class Scope(msgspec.Struct, frozen=True):
+    """A history with each call under its own key (see `scope`)."""
+
+    items: Sequence[Tools]
+    """The items, calls and results under their keys (the input itself when no call
+    id is used twice: the usual history)."""
+    real: dict[str, str]
+    """key -> the call id it stands for, for the keys that are not ids."""
+
+    def id_of(self, key: str) -> str:
+        return self.real.get(key, key)
+
+
+SEPARATOR = "~"
+
+
+def scope(items: Sequence[Tools], sep: str = SEPARATOR) -> Scope:
+    """Each call under a key of its own, each result under the key of the call it
+    answers: the newest call before it (or in its own item) with its id. A call id
+    used for the first time is its own key; used again it opens a new call, keyed
+    ``<id><sep>2``, ``<id><sep>3``... skipping any id the history holds. A result
+    with no call before it keeps its id (pairing leaves it out, or finds its call
+    later). `sep`: the separator a surface's readers accept in an id (``~`` by
+    default; ``_`` where ids must match ``[a-zA-Z0-9_-]+``, as Anthropic's)."""
+    seen: set[str] = set()
+    for item in items:
+        for call_id, _ in item.calls:
+            if call_id in seen:
+                return _rekeyed(items, sep)
+            seen.add(call_id)
+    return Scope(items=items, real={})
+
+
+def _rekeyed(items: Sequence[Tools], sep: str) -> Scope:
+    taken = {i for item in items for i in (*(c for c, _ in item.calls), *item.results)}
+    uses: dict[str, int] = {}
+    latest: dict[str, str] = {}
+    real: dict[str, str] = {}
+    out: list[Tools] = []
+    for item in items:
+        calls = []
+        own: dict[str, list[str]] = {}  # this item's keys per id, for its own results
+        for call_id, name in item.calls:
+            n = uses[call_id] = uses.get(call_id, 0) + 1
+            key = call_id
+            if n > 1:
+                key = f"{call_id}{sep}{n}"
+                while key in taken:
+                    n += 1
+                    key = f"{call_id}{sep}{n}"
+                taken.add(key)
+                real[key] = call_id
+            latest[call_id] = key
+            calls.append((key, name))
+            if item.results:
+                own.setdefault(call_id, []).append(key)
+        # an item's results answer its own calls in order (an ACP turn that used
+        # `call-1` twice), then the newest call before it
+        results = tuple(own[r].pop(0) if own.get(r) else latest.get(r, r)
+                        for r in item.results)
+        same = results == item.results and all(
+            c == k for (c, _), (k, _) in zip(item.calls, calls, strict=True))
+        out.append(item if same else Tools(calls=tuple(calls), results=results,
+                                            other=item.other))
+    return Scope(items=out, real=real)
+
+
 def pair(items: Sequence[Tools], *, causes: Mapping[str, Cause] | None = None,
          missing: Cause = "process_died", orphan: Cause = "no_call") -> Plan:
     """Plan a well-paired history from `items` (in stored order). `causes` names why
     a given call's result is missing, when the caller knows (a retracted or cancelled
-    call); else `missing` is used. `orphan` is why a result without call is left out
-    ("budget" when the caller cut the front of the history)."""
+    call), by the call's key (`scope`: its id, unless the id was used before); else
+    `missing` is used. `orphan` is why a result without call is left out ("budget"
+    when the caller cut the front of the history). Calls are paired within their
+    scope (`scope`); `Lost` and `Repair` name the call's own id, and its key when
+    that differs."""
     if well_paired(items):  # the common case: one lean pass, nothing to plan
         return Plan(steps=[Keep(index=i, drop=_EMPTY) for i in range(len(items))],
                     repairs=[])
-    return _plan(items, causes or {}, missing, orphan)
+    scoped = scope(items)
+    plan = _plan(scoped.items, causes or {}, missing, orphan)
+    if not scoped.real:
+        return plan
+    real = scoped.real
+    steps: list[Keep | Lost] = [
+        s if isinstance(s, Keep) or s.call_id not in real else
+        Lost(call_id=real[s.call_id], name=s.name, cause=s.cause, key=s.call_id)
+        for s in plan.steps]
+    repairs = [r if r.call_id not in real else
+               Repair(kind=r.kind, call_id=real[r.call_id], cause=r.cause, index=r.index,
+                      key=r.call_id) for r in plan.repairs]
+    drops = [s for s in steps if isinstance(s, Keep) and s.drop & real.keys()]
+    if drops:  # a Keep names the results it drops by the item's own ids
+        steps = [Keep(index=s.index, drop=frozenset(real.get(r, r) for r in s.drop))
+                 if isinstance(s, Keep) and s.drop & real.keys() else s for s in steps]
+    return Plan(steps=steps, repairs=repairs)
 
 
 def _plan(items: Sequence[Tools], causes: Mapping[str, Cause], missing: Cause,

@@ -132,3 +132,47 @@ def test_the_http_context_is_paired_in_every_format(http: httpx.Client) -> None:
         assert "RESULT-OF-C1" in whole["text"], fmt
         shown = json.loads(whole["text"]) if fmt == "messages" else whole["text"]
         assert note[:60] in (shown[-1]["content"] if fmt == "messages" else shown), fmt
+
+
+def weather_turns(style: str) -> list[list[convlog.Message]]:
+    """Two turns of an agent that numbers its tool calls per process: after a restart
+    its first call is `call-1` again (issue 41). ACP: a turn as one assistant message,
+    the proxy's format; chat: `tool_calls` and tool messages; anthropic: parts."""
+    turns = []
+    for turn, out in enumerate(("21C clear", "18C rain")):
+        ask = convlog.user(f"weather {turn}?")
+        use = convlog.ToolUsePart(id="call-1", name="fetch_weather", arguments='{"city":"Oslo"}')
+        said = convlog.assistant(f"It is {out}.")
+        if style == "acp":
+            turns.append([ask, convlog.assistant([
+                use, convlog.ToolResultPart(tool_use_id="call-1", content=out),
+                convlog.TextPart(text=f"It is {out}.")])])
+        elif style == "chat":
+            turns.append([ask, convlog.assistant("", tool_calls=[convlog.ToolCall(
+                id="call-1", name="fetch_weather", arguments='{"city":"Oslo"}')]),
+                convlog.tool(out, tool_call_id="call-1"), said])
+        else:
+            turns.append([ask, convlog.assistant([use]), convlog.user(
+                [convlog.ToolResultPart(tool_use_id="call-1", content=out)]), said])
+    return turns
+
+
+@pytest.mark.parametrize("style", ["acp", "chat", "anthropic"])
+def test_a_call_id_reused_in_a_later_turn_keeps_its_own_result(
+        log: convlog.ConversationLog, style: str) -> None:
+    """Issue 41: each call is paired within its turn. The second `call-1` is a call of
+    its own with its own result, not a repeat of the first."""
+    conv = log.conversation("c")
+    for turn in weather_turns(style):
+        conv.append_turn(turn)
+    for fmt, text in texts(conv).items():
+        flat = text.replace("&gt;", ">").replace("&lt;", "<").replace("> ", "")
+        calls = [i for i in range(len(flat)) if flat.startswith("[called tool fetch_weather(",
+                                                                   i)]
+        assert len(calls) == 2, (fmt, text)
+        first, second = calls
+        assert first < flat.index("[tool result: 21C clear]") < second, (fmt, text)
+        assert second < flat.index("[tool result: 18C rain]"), (fmt, text)
+        assert "was lost" not in flat, (fmt, text)
+    ctx = conv.context()
+    assert ctx.omitted == 0 and ctx.message_count == sum(map(len, weather_turns(style)))

@@ -7,6 +7,12 @@ Random histories are written through the real library on SQLite, then every form
 one pairing checker (convlog.projections.pairing.check_pairs). Each call's tool is
 named after the call (``tc7``) and each result says whose it is (``out-c7``), so the
 text can be read back without convlog's help.
+
+Issue 41: agents that number their calls per process reuse ids after a restart
+(``restart``: the ids start again at ``c0``) and in every turn. The stored ids are
+then reused, but each call's tool is named after that one call (``tc0n12``: call id
+``c0``, its 12th write) and its result says so (``out-c0n12``), so the read-back can
+tell each call from the others and check that every one has ITS result.
 """
 
 from __future__ import annotations
@@ -18,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import convlog
 from convlog.projections.pairing import Tools, check_pairs
 
-_MARK = re.compile(r"\[called tool (tc\d+)\(|\[tool (?:result|error): out-(c\d+)\b"
-                   r"|result of tool (tc\d+) was lost")
+_MARK = re.compile(r"\[called tool (tc\d+n\d+)\(|\[tool (?:result|error): out-(c\d+n\d+)\b"
+                   r"|result of tool (tc\d+n\d+) was lost")
 _OTHER = re.compile(r"say-\d+|\[turn |mem-\d+|\[truncated\]")
 
 
@@ -58,29 +64,45 @@ _op = st.one_of(
     st.tuples(st.just("pop")),
     st.tuples(st.just("clear")),
     st.tuples(st.just("memory")),
+    st.tuples(st.just("restart")),
 )
 
 
 class Writer:
-    """Turns operations into appends, pops and clears on one conversation."""
+    """Turns operations into appends, pops and clears on one conversation. Call ids
+    count per process (`restart` starts them again, as a restarted agent does)."""
 
     def __init__(self, conv: convlog.ConversationHandle) -> None:
         self.conv = conv
         self.n = itertools.count()
+        self.calls_made = itertools.count()
         self.late: list[convlog.Message] = []
 
     def id(self) -> int:
         return next(self.n)
 
+    def call_id(self) -> tuple[str, str]:
+        """(the call's id, this call's own name: the id and the write it is in)."""
+        call_id = f"c{next(self.calls_made)}"
+        return call_id, f"{call_id}n{self.id()}"
+
     def say(self, role: str) -> convlog.Message:
         i = self.id()
         return (convlog.user if role == "user" else convlog.assistant)(f"say-{i}")
 
-    def result(self, style: str, call_id: str) -> convlog.Message:
+    def result(self, style: str, call_id: str, name: str) -> convlog.Message:
         if style == "chat":
-            return convlog.tool(f"out-{call_id}", tool_call_id=call_id)
+            return convlog.tool(f"out-{name}", tool_call_id=call_id)
         return convlog.user([convlog.ToolResultPart(tool_use_id=call_id,
-                                                    content=f"out-{call_id}")])
+                                                    content=f"out-{name}")])
+
+    def restart(self) -> None:
+        """A new agent process: results still on their way land first (after the new
+        process reused their ids, no reader could tell whose they are)."""
+        if self.late:
+            self.conv.append_turn(self.late)
+            self.late = []
+        self.calls_made = itertools.count()
 
     def apply(self, op: tuple[Any, ...]) -> None:
         kind = op[0]
@@ -92,17 +114,18 @@ class Writer:
         elif kind == "acp":
             parts: list[Any] = [convlog.TextPart(text=f"say-{self.id()}")]
             for answered in op[1]:
-                call_id = f"c{self.id()}"
-                parts.append(convlog.ToolUsePart(id=call_id, name=f"t{call_id}",
+                call_id, name = self.call_id()
+                parts.append(convlog.ToolUsePart(id=call_id, name=f"t{name}",
                                                  arguments="{}"))
                 if answered:
                     parts.append(convlog.ToolResultPart(tool_use_id=call_id,
-                                                        content=f"out-{call_id}"))
+                                                        content=f"out-{name}"))
             if op[2]:
                 parts.append(convlog.TextPart(text=op[2]))
             self.conv.append_turn([self.say("user"), convlog.assistant(parts)])
-        elif kind == "orphan":
-            self.conv.append(self.result("chat", f"c{self.id()}"))
+        elif kind == "orphan":  # a result whose call is nowhere
+            i = self.id()
+            self.conv.append(self.result("chat", f"gone{i}", f"gone{i}n{i}"))
         elif kind == "pop":
             self.conv.retract_last("pop_item")
         elif kind == "clear":
@@ -110,20 +133,23 @@ class Writer:
         elif kind == "memory":
             i = self.id()
             self.conv.inject_memory(f"mem-{i}", memory_ids=[f"m{i}"])
+        elif kind == "restart":
+            self.restart()
 
     def calls(self, style: str, fates: list[str]) -> None:
-        ids = [f"c{self.id()}" for _ in fates]
+        made = [self.call_id() for _ in fates]
         if style == "chat":
             turn = [convlog.assistant("", tool_calls=[
-                convlog.ToolCall(id=c, name=f"t{c}", arguments="{}") for c in ids])]
+                convlog.ToolCall(id=c, name=f"t{name}", arguments="{}") for c, name in made])]
         else:
-            turn = [convlog.assistant([convlog.ToolUsePart(id=c, name=f"t{c}", arguments="{}")
-                                       for c in ids])]
-        for call_id, fate in zip(ids, fates, strict=True):
+            turn = [convlog.assistant([convlog.ToolUsePart(id=c, name=f"t{name}",
+                                                           arguments="{}")
+                                       for c, name in made])]
+        for (call_id, name), fate in zip(made, fates, strict=True):
             if fate in ("now", "twice"):
-                turn.append(self.result(style, call_id))
+                turn.append(self.result(style, call_id, name))
             if fate in ("late", "twice"):
-                self.late.append(self.result(style, call_id))
+                self.late.append(self.result(style, call_id, name))
         self.conv.append_turn(turn)
 
 
@@ -140,9 +166,14 @@ _keys = itertools.count()
 @settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
+@example(ops=[("calls", "chat", ["now"]), ("restart",), ("calls", "anthropic", ["now"]),
+              ("acp", [True], None), ("restart",), ("acp", [True, False], None),
+              ("say", "user")], budget=convlog.Budget())  # issue 41's reused ids
 @given(ops=st.lists(_op, min_size=1, max_size=14),
-       budget=st.builds(convlog.Budget, tokens=st.integers(30, 3_000),
-                        messages=st.integers(1, 16), chars=st.integers(16, 300)))
+       budget=st.one_of(  # the default budget too: it shows whole histories, uncut
+           st.just(convlog.Budget()),
+           st.builds(convlog.Budget, tokens=st.integers(30, 3_000),
+                     messages=st.integers(1, 16), chars=st.integers(16, 300))))
 def test_every_context_is_paired(sqlite_log: convlog.ConversationLog,
                                  ops: list[tuple[Any, ...]], budget: convlog.Budget) -> None:
     conv = sqlite_log.conversation(f"p{next(_keys)}")
@@ -174,6 +205,7 @@ _item_op = st.one_of(
                        max_size=3)),
     st.tuples(st.just("acp"), st.lists(st.booleans(), min_size=1, max_size=3),
               st.sampled_from([None, "[turn cancelled]"])),
+    st.tuples(st.just("restart")),
 )
 
 
@@ -204,11 +236,11 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
             elif op[0] == "calls":
                 batch: list[Any] = []
                 for fate in op[1]:
-                    call_id = f"c{next(n)}"
+                    call_id, name = writer.call_id()
                     batch.append({"type": "function_call", "call_id": call_id,
-                                  "name": f"t{call_id}", "arguments": "{}"})
+                                  "name": f"t{name}", "arguments": "{}"})
                     out = {"type": "function_call_output", "call_id": call_id,
-                           "output": f"out-{call_id}"}
+                           "output": f"out-{name}"}
                     if fate in ("now", "twice"):
                         batch.append(out)
                     if fate in ("late", "twice"):
@@ -219,13 +251,18 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
                                           "summary": []}])
             elif op[0] == "orphan":
                 await session.add_items([{"type": "function_call_output",
-                                          "call_id": f"c{next(n)}", "output": "x"}])
+                                          "call_id": f"gone{next(n)}", "output": "x"}])
             elif op[0] == "pop":
                 await session.pop_item()
             elif op[0] == "clear":
                 await session.clear_session()
             elif op[0] == "library":
                 writer.calls(op[1], op[2])
+            elif op[0] == "restart":
+                if late:
+                    await session.add_items(late)
+                    late = []
+                writer.restart()
             else:
                 writer.apply(op)
         if late:
@@ -237,3 +274,14 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
     for got in asyncio.run(run()):
         assert check_pairs([item_tools(i) for i in got]) == [], got
         assert chat_problems(got) == [], got  # the SDK's own converter accepts it
+        assert own_outputs(got) == [], got
+
+
+def own_outputs(items: list[Any]) -> list[str]:
+    """Outputs answering another call than the one they were written for: each call's
+    tool is named after that call (``tc0n12``) and its output says so (``out-c0n12``)."""
+    names = {i["call_id"]: i["name"] for i in items if i.get("type") == "function_call"}
+    return [f"{i['call_id']}: {i['output']} answers {names.get(i['call_id'])}"
+            for i in items if i.get("type") == "function_call_output"
+            and str(i.get("output", "")).startswith("out-")
+            and i["output"] != f"out-{names.get(i['call_id'], '?')[1:]}"]

@@ -19,6 +19,7 @@ from convlog.projections.pairing import (
     check_pairs,
     message_tools,
     pair,
+    scope,
     well_paired,
 )
 
@@ -167,7 +168,7 @@ def test_the_well_paired_shortcut_is_the_checker_and_changes_nothing(
         assert slow.repairs == []
         assert slow.steps == [Keep(index=i) for i in range(len(history))]
         assert pair(history) == slow
-    else:
+    elif not scope(history).real:  # ids reused: see the test below
         assert pair(history) == _plan(history, {}, "process_died", "no_call")
 
 
@@ -186,3 +187,58 @@ def test_plain_messages_share_constant_tools() -> None:
     assert described(role="assistant", content=[ThinkingPart(text="t"),
                                                 ToolUsePart(id="u", name="f")]
                      ) == Tools(calls=(("u", "f"),), other=False)
+
+
+def test_a_reused_call_id_is_a_call_of_its_own() -> None:
+    """Issue 41: a call id used again opens a new call; a result answers the newest
+    call before it with its id (or its own item's, in order)."""
+    items = [call("a"), result("a"), TEXT, call("a"), TEXT, call("a"), result("a"), TEXT]
+    scoped = scope(items)
+    assert [t.calls for t in scoped.items if t.calls] == [
+        (("a", "tool_a"),), (("a~2", "tool_a"),), (("a~3", "tool_a"),)]
+    assert [t.results for t in scoped.items if t.results] == [("a",), ("a~3",)]
+    assert scoped.real == {"a~2": "a", "a~3": "a"}
+    plan = pair(items)
+    assert plan.steps == [Keep(index=0), Keep(index=1), Keep(index=2), Keep(index=3),
+                          Lost("a", "tool_a", "process_died", key="a~2"), Keep(index=4),
+                          Keep(index=5), Keep(index=6), Keep(index=7)]
+    assert [(r.kind, r.call_id, r.scoped_id) for r in plan.repairs] == [
+        ("synthesized", "a", "a~2")]
+    # a key never takes an id the history holds; an ACP turn answers its own calls
+    held = [call("a"), result("a"), call("a", "a~2"), result("a", "a~2"),
+            Tools(calls=(("a", "t"), ("a", "t")), results=("a", "a"))]
+    assert [t.calls for t in scope(held).items if t.calls] == [
+        (("a", "tool_a"),), (("a~3", "tool_a"), ("a~2", "tool_a~2")),
+        (("a~4", "t"), ("a~5", "t"))]
+    assert scope(held).items[-1].results == ("a~4", "a~5")
+    assert pair(held).repairs == []
+
+
+def apply_keyed(items: list[Tools], plan_steps: list[Keep | Lost]) -> list[Tools]:
+    """`apply`, with every call and result under its key (`scope`)."""
+    scoped = scope(items)
+    out = []
+    for step in plan_steps:
+        if isinstance(step, Lost):
+            out.append(Tools(results=(step.scoped_id,), other=False))
+        else:
+            item = scoped.items[step.index]
+            out.append(Tools(calls=item.calls, other=item.other, results=tuple(
+                r for r in item.results if scoped.id_of(r) not in step.drop)))
+    return out
+
+
+@settings(max_examples=500)
+@given(st.lists(tools, max_size=14))
+def test_every_plan_with_reused_ids_is_well_paired_within_scope(items: list[Tools]) -> None:
+    """Issue 41: ids used again (as agents that number their calls per process do):
+    the plan, under the calls' keys, is well paired; nothing but results is left out;
+    and a history paired within its scope is not repaired at all."""
+    plan = pair(items)
+    assert check_pairs(apply_keyed(items, plan.steps)) == []
+    kept = [s.index for s in plan.steps if isinstance(s, Keep)]
+    assert len(kept) == len(set(kept))
+    assert all(i in kept for i, item in enumerate(items)
+               if item.other or item.calls or not item.results)
+    if check_pairs(list(scope(items).items)) == []:
+        assert plan.repairs == [] and kept == list(range(len(items)))
