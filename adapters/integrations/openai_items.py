@@ -37,6 +37,7 @@ from convlog.projections.pairing import (
     lost_text,
     message_tools,
     pair,
+    scope,
     well_paired,
 )
 from convlog.services.items import raws_tools, texts_skipped
@@ -186,9 +187,14 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, 
     if (limit is None or len(items) <= limit) and (not tooled or well_paired(steps_tools)):
         return items
     orphan: Cause = "budget" if limit is not None else "no_call"
+    # calls paired within their scope, a reused call id handed back as its key
+    # (`call-1~2`): model APIs refuse an id used twice, and the SDK's own input
+    # dedupe keeps one item per call id (issue 41)
+    scoped = scope(steps_tools)
+    keyed = scoped.items
     start = 0
     while True:
-        plan = pair(steps_tools[start:] if start else steps_tools, orphan=orphan)
+        plan = pair(keyed[start:] if start else keyed, orphan=orphan)
         if limit is None or len(plan.steps) <= limit:
             break
         start += len(plan.steps) - limit  # synthetic outputs made it longer: cut more
@@ -210,11 +216,22 @@ def paired_items(messages: Sequence[MessageAppended], limit: int | None = None, 
             out.append({"type": f"{kind}_output", "call_id": step.call_id,
                         "output": lost_text(cause, step.name)})
             continue
-        item = items[start + step.index]
-        for call_id, _ in steps_tools[start + step.index].calls:
+        at = start + step.index
+        item = items[at]
+        for call_id, _ in keyed[at].calls:
             kinds[call_id] = str(item.get("type", "function_call"))
+        if keyed[at] is not steps_tools[at]:
+            item = _rekeyed(item, keyed[at])
         out.append(item)
     return out
+
+
+def _rekeyed(item: dict[str, Any], tools: Tools) -> dict[str, Any]:
+    """A copy of a call or output item under the key of its call (`scope`)."""
+    key = next((c for c, _ in tools.calls), None) or next(iter(tools.results), None)
+    if key is None or item.get("call_id") == key:
+        return item
+    return {**item, "call_id": key}
 
 
 def _told(messages: Sequence[MessageAppended], calls: Sequence[int],

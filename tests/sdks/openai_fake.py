@@ -4,6 +4,7 @@ reply alone how much history the SDK handed to the model (no network, no key).""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -68,3 +69,45 @@ class EchoHistoryModel(Model):
                             tool_choice="auto", tools=[])
         yield ResponseCompletedEvent(type="response.completed", response=response,
                                      sequence_number=0)
+
+
+class ToolCallingModel(Model):
+    """Calls its tool once a run, then answers with the tool's output. It numbers its
+    calls per instance (``call-1``, ``call-2``...), as agents that count tool calls
+    per process do: a new instance, like a restarted process, uses ``call-1`` again.
+    `inputs` keeps every input it was given."""
+
+    def __init__(self, tool: str = "fetch_weather", arguments: str = '{"city":"Oslo"}'
+                 ) -> None:
+        self.tool, self.arguments = tool, arguments
+        self.inputs: list[list[Any]] = []
+        self.calls = 0
+
+    def _output(self, items: str | list[TResponseInputItem]) -> list[Any]:
+        from openai.types.responses import ResponseFunctionToolCall
+
+        listed = [{"role": "user", "content": items}] if isinstance(items, str) else list(items)
+        self.inputs.append(listed)
+        last = listed[-1] if listed else {}
+        if isinstance(last, dict) and last.get("type") == "function_call_output":
+            text = f"The tool said: {last.get('output')}"
+            return [ResponseOutputMessage(
+                id=f"msg_{uuid.uuid4().hex}", type="message", role="assistant",
+                status="completed",
+                content=[ResponseOutputText(type="output_text", text=text, annotations=[])])]
+        self.calls += 1
+        return [ResponseFunctionToolCall(type="function_call", call_id=f"call-{self.calls}",
+                                         name=self.tool, arguments=self.arguments,
+                                         id=f"fc_{uuid.uuid4().hex}", status="completed")]
+
+    async def get_response(self, system_instructions: str | None,
+                           input: str | list[TResponseInputItem], *args: Any,
+                           **kwargs: Any) -> ModelResponse:
+        return ModelResponse(output=self._output(input), usage=Usage(requests=1),
+                             response_id=f"resp_{len(self.inputs) + 1}")
+
+    async def stream_response(self, system_instructions: str | None,
+                              input: str | list[TResponseInputItem], *args: Any,
+                              **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        raise NotImplementedError("ToolCallingModel answers get_response only")
+        yield  # pragma: no cover

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 agents = pytest.importorskip("agents")
 
+import convlog  # noqa: E402
 from convlog.integrations.openai_agents import ConvlogSession  # noqa: E402
 from tests.sdks.openai_checks import chat_problems  # noqa: E402
 
@@ -127,3 +128,51 @@ def test_every_history_the_session_returns_is_accepted(
     items = asyncio.run(go())
     assert chat_problems(items) == [], (ops, limit, items)
     assert limit is None or len(items) <= limit
+
+
+def test_a_call_id_reused_after_a_restart_keeps_its_own_output(url: str) -> None:
+    """Issue 41 with the SDK's real Runner: a model numbering its calls per process
+    makes `call-1` in every process. Each run's call keeps its own output: the next
+    run's model gets every call answered, in pairs the SDK's converter accepts, and
+    a reused id handed back renamed (`call-1~2`), since model APIs refuse an id
+    used twice; the first keeps its own."""
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+
+    from tests.sdks.openai_fake import ToolCallingModel
+
+    set_tracing_disabled(True)
+    weather = iter(["21C clear", "18C rain", "15C fog"])
+
+    @function_tool
+    def fetch_weather(city: str) -> str:
+        """The weather in a city."""
+        return next(weather)
+
+    models = []
+    for text in ("weather?", "and now?", "and now?"):  # three processes
+        session = ConvlogSession("restarts", url)
+        try:
+            model = ToolCallingModel()
+            models.append(model)
+            agent = Agent(name="helper", model=model, tools=[fetch_weather])
+            asyncio.run(Runner.run(agent, text, session=session))
+        finally:
+            session.close()
+    history = models[2].inputs[0]  # what the third process's model got first
+    assert chat_problems(history) == [], history
+    calls = [i["call_id"] for i in history if i.get("type") == "function_call"]
+    outputs = [(i["call_id"], i["output"]) for i in history
+               if i.get("type") == "function_call_output"]
+    assert calls == ["call-1", "call-1~2"]
+    assert outputs == [("call-1", "21C clear"), ("call-1~2", "18C rain")]
+    session = ConvlogSession("restarts", url)  # and the whole session, as a 4th would
+    try:
+        items: list[Any] = asyncio.run(session.get_items())
+    finally:
+        session.close()
+    assert chat_problems(items) == [], items
+    assert [i["call_id"] for i in items if i.get("type") == "function_call_output"] == [
+        "call-1", "call-1~2", "call-1~3"]
+    with convlog.open(url) as log:  # the log keeps the ids as the SDK gave them
+        stored = [m.raw for m in log.messages("restarts") if m.raw is not None]
+    assert [i["call_id"] for i in stored if i.get("type") == "function_call"] == ["call-1"] * 3
