@@ -13,7 +13,16 @@ from typing import Any
 from convlog.domain.events import MessageAppended
 from convlog.integrations.claude_messages import to_message as to_message
 from convlog.projections.pair_causes import lost_causes
-from convlog.projections.pairing import Cause, Keep, Lost, Tools, lost_text, pair, well_paired
+from convlog.projections.pairing import (
+    Cause,
+    Keep,
+    Lost,
+    Tools,
+    lost_text,
+    pair,
+    scope,
+    well_paired,
+)
 from convlog.services.items import RawEntry, RawItem, items_tools
 
 _TEXT, _NEUTRAL = Tools(), Tools(other=False)
@@ -90,12 +99,16 @@ def paired_entries(messages: Sequence[MessageAppended | RawItem],
     tools = items_tools(kept)
     if well_paired(tools):
         return [m.raw for m in kept]  # type: ignore[misc]  # not None: kept
-    plan = pair(tools)
+    # a tool_use id used again is a call of its own (issue 41), handed back under its
+    # key (`toolu_1_2`: the Messages API refuses an id used twice, and takes only
+    # [a-zA-Z0-9_-] in one)
+    scoped = scope(tools, sep=ANTHROPIC_SEP)
+    plan = pair(scoped.items)
     causes: Mapping[str, Cause] = {}
     missing: Cause = "process_died"
     if any(r.kind == "synthesized" for r in plan.repairs):  # why, read only now
         causes, missing = lost_causes(kept, tools=tools,  # type: ignore[arg-type]
-                                      imported=imported)
+                                      imported=imported, sep=ANTHROPIC_SEP)
     redirect: dict[str, Any] = {}  # uuid -> the uuid its children now hang from
     out: list[dict[str, Any]] = []
     shown = {s.index for s in plan.steps if isinstance(s, Keep)}
@@ -122,6 +135,10 @@ def paired_entries(messages: Sequence[MessageAppended | RawItem],
             continue
         raw: dict[str, Any] = kept[step.index].raw or {}
         entry = dict(raw)
+        renamed = scoped.items[step.index] is not tools[step.index]
+        if renamed:
+            entry["message"] = _rekeyed(entry.get("message"), tools[step.index],
+                                        scoped.items[step.index])
         if step.drop:
             body = dict(entry.get("message") or {})
             body["content"] = [b for b in body.get("content") or ()
@@ -135,7 +152,36 @@ def paired_entries(messages: Sequence[MessageAppended | RawItem],
             parent = redirect[parent]
         if parent != entry.get("parentUuid"):
             entry["parentUuid"] = parent
-        out.append(entry if step.drop or parent != raw.get("parentUuid") else raw)
+        out.append(entry if renamed or step.drop or parent != raw.get("parentUuid") else raw)
         if isinstance(entry.get("uuid"), str):
             last = entry
     return out
+
+
+ANTHROPIC_SEP = "_"
+
+
+def _rekeyed(body: Any, tools: Tools, keyed: Tools) -> Any:
+    """An entry's ``message`` with its tool_use ids and tool_result ids under their
+    keys (`scope`), block by block in order."""
+    if not isinstance(body, Mapping) or not isinstance(body.get("content"), list):
+        return body
+    keys: dict[tuple[str, str], list[str]] = {}  # (block type, id) -> keys in order
+    for (real, _), (key, _) in zip(tools.calls, keyed.calls, strict=True):
+        keys.setdefault(("tool_use", real), []).append(key)
+    for real, key in zip(tools.results, keyed.results, strict=True):
+        keys.setdefault(("tool_result", real), []).append(key)
+    blocks = []
+    for block in body["content"]:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        field = "id" if kind == "tool_use" else "tool_use_id"
+        found = keys.get((kind, block.get(field))) if kind in _TOOL_BLOCKS else None
+        if found:
+            key = found.pop(0)
+            if key != block.get(field):
+                block = {**block, field: key}
+        blocks.append(block)
+    return {**body, "content": blocks}
+
+
+_TOOL_BLOCKS = ("tool_use", "tool_result")

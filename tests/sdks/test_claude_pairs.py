@@ -163,3 +163,33 @@ def test_entry_tools_reads_the_entry_as_pairing_reads_its_readable_message() -> 
     for case in cases:
         readable: Any = to_message(case, "m")  # what was stored beside the entry
         assert entry_tools(case) == message_tools(readable), case
+
+
+def test_a_tool_use_id_reused_in_a_later_turn_keeps_its_own_result(tmp_path: Path) -> None:
+    """Issue 41: a later turn's tool_use with an id used before (an agent numbering its
+    calls per process) is a call of its own, answered by its own tool_result. `load`
+    hands it back under its key (`toolu_1_2`): the Messages API refuses an id used
+    twice; the first keeps its own, and the stored entries are not changed."""
+    def turn(n: int, result: str) -> list[Any]:
+        ask = entry(f"q{n}", "user", {"role": "user", "content": f"again {n}"}, f"z{n - 1}")
+        use = entry(f"c{n}", "assistant", {"id": f"msg_c{n}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "Grep", "input": {}}]}, f"q{n}")
+        out = entry(f"r{n}", "user", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": result}]}, f"c{n}")
+        done = entry(f"z{n}", "assistant", {"id": f"msg_z{n}", "role": "assistant",
+                                            "content": [{"type": "text", "text": result}]},
+                     f"r{n}")
+        return [ask, use, out, done]
+
+    entries = [*turn(1, "first"), *turn(2, "second")]
+    loaded, messages = chain(tmp_path, entries)
+    assert api_problems(messages) == []
+    ids = [(b["type"], b.get("id") or b.get("tool_use_id"), b.get("content"))
+           for e in loaded for b in blocks(e.get("message") or {})
+           if b["type"] in ("tool_use", "tool_result")]
+    assert ids == [("tool_use", "toolu_1", None), ("tool_result", "toolu_1", "first"),
+                   ("tool_use", "toolu_1_2", None), ("tool_result", "toolu_1_2", "second")]
+    assert [e["uuid"] for e in loaded] == [e["uuid"] for e in entries]
+    assert loaded[:4] == entries[:4]
+    calls = [b["id"] for m in messages for b in blocks(m.message) if b["type"] == "tool_use"]
+    assert calls == ["toolu_1", "toolu_1_2"]  # unique, as the Messages API wants
