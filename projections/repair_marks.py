@@ -60,8 +60,8 @@ def mark_repairs(entries: Sequence[ViewEntry], messages: Sequence[MessageAppende
     moved: set[int] = set()
     for r in plan.repairs:
         mark = RepairMark(kind=r.kind, call_id=r.call_id, cause=r.cause)
-        if r.kind == "synthesized":
-            call_at[r.call_id] = r.index
+        if r.kind == "synthesized":  # by the call's key: an id may be reused
+            call_at[r.scoped_id] = r.index
             continue
         marks.setdefault(r.index, []).append(mark)
         if r.kind == "moved":
@@ -76,7 +76,7 @@ def mark_repairs(entries: Sequence[ViewEntry], messages: Sequence[MessageAppende
                 last = step.index
             continue
         assert isinstance(step, Lost)
-        at = call_at[step.call_id]
+        at = call_at[step.scoped_id]
         anchor = last if last is not None and last >= at else at
         called = entries[live[at]]
         mark = RepairMark(kind="synthesized", call_id=step.call_id, cause=step.cause)

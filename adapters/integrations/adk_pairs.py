@@ -22,8 +22,10 @@ events to it and renders its plan as ADK events (their JSON dumps, before
   later response is not moved. A call answered twice keeps both responses (a long
   running tool reports progress under one id; ADK takes the last).
 - A call id may be reused: a response belongs to the newest call before it with that
-  id (ADK's rule), so each call occurrence gets its own key. Calls without id are
-  left alone, as ADK does (ids are stripped for some model families).
+  id (ADK's rule, and pairing's own: `scope`), so each call occurrence is paired under
+  its own key; ADK gets its events back with their ids as stored (its builder pairs
+  by the same rule). Calls without id are left alone, as ADK does (ids are stripped
+  for some model families).
 
 A call with no response gets, right after its event, a synthetic event built like
 ADK's own seal of an aborted invocation (`google.adk.events._abort_events`): author,
@@ -39,7 +41,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from convlog.projections.pairing import Lost, Tools, pair
+from convlog.projections.pairing import Lost, Scope, Tools, pair, scope
 
 _INTERRUPT_CALLS = frozenset({"adk_request_input", "adk_request_credential"})
 _NEUTRAL = Tools(other=False)
@@ -83,14 +85,12 @@ def paired_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`events` (ADK event dumps, stored order) with every call answered and every
     response after its call; a well-paired session comes back as the same list."""
     tools: list[Tools] = []
-    occurrence: dict[str, int] = {}  # call id -> how many calls used it so far
-    exempt: set[str] = set()  # keys of calls never answered here (interrupts)
-    in_newest: set[str] = set()  # keys of the newest invocation's calls
-    real: dict[str, str] = {}  # key -> the call's own id
+    exempt_at: list[tuple[int, int]] = []  # (event, call) of calls never answered here
+    newest_at: list[tuple[int, int]] = []  # (event, call) of the newest invocation's
     newest = events[-1].get("invocation_id") if events else None
     resumable = False
     any_call = False
-    for event in events:
+    for i, event in enumerate(events):
         actions = event.get("actions")
         if actions and not resumable and (actions.get("end_of_agent")
                                           or actions.get("agent_state") is not None):
@@ -108,49 +108,48 @@ def paired_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             call = part.get("function_call")
             if isinstance(call, dict) and call.get("id"):
                 cid, name = str(call["id"]), str(call.get("name") or "")
-                n = occurrence[cid] = occurrence.get(cid, 0) + 1
-                key = f"{cid}#{n}"
-                real[key] = cid
-                calls.append((key, name))
                 if cid in interrupts or name in _INTERRUPT_CALLS:
-                    exempt.add(key)
+                    exempt_at.append((i, len(calls)))
                 if event.get("invocation_id") == newest:
-                    in_newest.add(key)
+                    newest_at.append((i, len(calls)))
+                calls.append((cid, name))
                 continue
             answer = part.get("function_response")
             if isinstance(answer, dict) and answer.get("id"):
-                cid = str(answer["id"])
-                results.append(f"{cid}#{occurrence.get(cid, 0)}")
+                results.append(str(answer["id"]))
         any_call = any_call or bool(calls)
         tools.append(Tools(calls=tuple(calls), results=tuple(results), other=False)
                      if calls or results else _NEUTRAL)
     if not any_call and not any(t.results for t in tools):
         return events
-    if resumable:
-        exempt |= in_newest
-    plan = pair(tools)
+    # a reused id: each call under its own key, a response the newest call's before
+    # it (ADK's rule, and pairing's: convlog.projections.pairing.scope)
+    scoped = scope(tools)
+    keyed = scoped.items
+    exempt = {keyed[i].calls[j][0] for i, j in (exempt_at + newest_at if resumable
+                                                 else exempt_at)}
+    plan = pair(keyed)
     lost: dict[int, list[Lost]] = {}
-    call_index = {key: i for i, t in enumerate(tools) for key, _ in t.calls}
+    call_index = {key: i for i, t in enumerate(keyed) for key, _ in t.calls}
     for step in plan.steps:
         if isinstance(step, Lost) and step.call_id not in exempt:
             lost.setdefault(call_index[step.call_id], []).append(step)
     drops: dict[int, set[str]] = {}
     for repair in plan.repairs:  # duplicates stay (see above); results without call go
         if repair.kind == "dropped" and repair.cause != "duplicate":
-            drops.setdefault(repair.index, set()).add(repair.call_id)
+            drops.setdefault(repair.index, set()).add(scoped.id_of(repair.call_id))
     if not lost and not drops:
         return events
     out: list[dict[str, Any]] = []
     for i, event in enumerate(events):
         out.append(_without(event, drops[i]) if i in drops else event)
         if i in lost:
-            out.append(_lost_event(event, lost[i], real))
+            out.append(_lost_event(event, lost[i], scoped))
     return out
 
 
-def _without(event: dict[str, Any], keys: set[str]) -> dict[str, Any]:
-    """`event` without the responses whose keys are in `keys`."""
-    gone = {k.rsplit("#", 1)[0] for k in keys}
+def _without(event: dict[str, Any], gone: set[str]) -> dict[str, Any]:
+    """`event` without the responses to the call ids in `gone`."""
     parts = [p for p in _parts(event) if not (
         isinstance(p, dict) and isinstance(p.get("function_response"), dict)
         and str(p["function_response"].get("id")) in gone)]
@@ -162,9 +161,9 @@ def _without(event: dict[str, Any], keys: set[str]) -> dict[str, Any]:
     return event
 
 
-def _lost_event(call_event: dict[str, Any], steps: list[Lost], real: dict[str, str]
+def _lost_event(call_event: dict[str, Any], steps: list[Lost], scoped: Scope
                 ) -> dict[str, Any]:
-    ids = [real[s.call_id] for s in steps]
+    ids = [scoped.id_of(s.call_id) for s in steps]
     made: dict[str, Any] = {
         "id": str(uuid.uuid5(uuid.NAMESPACE_URL,
                              f"convlog-lost:{call_event.get('id')}:{','.join(ids)}")),

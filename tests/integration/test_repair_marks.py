@@ -145,3 +145,26 @@ def test_an_acp_turn_holding_calls_and_their_results_is_not_marked(
     agent = conv.view("agent")
     repaired = [m[:2] for e in agent.entries for m in marks(e)]
     assert repaired == [("synthesized", "f1")]
+
+
+def test_a_call_id_reused_in_a_later_turn_is_no_repair(log: convlog.ConversationLog) -> None:
+    """Issue 41: an agent that numbers its calls per process uses `c1` again after a
+    restart. Each call is paired within its turn: nothing is repaired, in the agent's
+    view and in the repair telemetry; a call of the two that did lose its result is
+    marked once, under its own id."""
+    conv = log.conversation("k", agent="coder")
+    for out in ("a.txt", "b.txt"):
+        conv.append_turn([convlog.user("list the files"), call("", "c1"),
+                          convlog.tool(out, tool_call_id="c1"), convlog.assistant("ok")])
+    assert not any(e.repairs for e in conv.view("agent").entries)
+    assert log.sql("SELECT count(*) FROM tool_repairs")[1] == [(0,)]
+    conv.append_turn([convlog.user("once more"), call("", "c1")])  # died mid-tool
+    conv.append_turn([convlog.user("and again"), call("", "c1")])  # and again
+    agent = conv.view("agent")
+    repairs = [e for e in agent.entries if e.kind == "repair"]
+    assert [marks(e) for e in repairs] == [[("synthesized", "c1", "process_died")]] * 2
+    kinds = [(e.kind, e.text) for e in agent.entries]
+    assert kinds.index(("message", "once more")) < agent.entries.index(repairs[0]) < kinds.index(
+        ("message", "and again")) < agent.entries.index(repairs[1])
+    assert log.sql("SELECT kind, cause, call_id, count(*) FROM tool_repairs GROUP BY ALL"
+                   )[1] == [("synthesized", "process_died", "c1", 2)]

@@ -352,3 +352,19 @@ def test_any_stored_session_reads_back_paired(tmp_path_factory: Any, script: lis
                            for r in later.get_function_responses()), f"call {c.id} unanswered"
     assert gemini_problems(_get_contents(None, got, "helper", preserve_function_call_ids=True),
                            frozenset(long_running)) == []
+
+
+def test_a_reused_call_id_is_paired_within_its_invocation(url: str) -> None:
+    """Issue 41 (ADK's own rule too): a call id reused in a later invocation is a call
+    of its own. The first `c1` died mid-tool and gets a lost response; the second
+    keeps its own response, and ADK's builder accepts the whole."""
+    first = call_event("c1", "i1", 2.0)
+    again = call_event("c1", "i2", 4.0).model_copy(update={"id": "ev-c1-again"})
+    got = stored(url, [text_event("user", "hi", "i1", 1.0), first,
+                       text_event("user", "again", "i2", 3.0), again,
+                       answer_event("c1", "i2", 5.0), text_event("helper", "ok", "i2", 6.0)])
+    answers = [(e.id, r.response) for e in got for r in e.get_function_responses()]
+    assert answers[0][1] == {"error": lost_text("process_died", "lookup")}
+    assert answers[1] == ("ev-answer-c1-5.0", {"price": 1})
+    assert [e.id for e in got].index(answers[0][0]) == 2  # right after the first call
+    assert gemini_problems(_get_contents(None, got, "helper")) == []
