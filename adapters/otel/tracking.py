@@ -13,24 +13,19 @@ trace and span ids (convlog.otel.spans), which backends deduplicate on.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
 
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 
-from convlog.services.sidecar import MEMORY
+from convlog.services import sidecar
 
 
 class TrackingFile(TrackingRecorder):
     def __init__(self, path: Path):
-        if str(path) != MEMORY:
-            path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None,
-                                   check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = sidecar.connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS convlog_tracking ("
                          " application_name TEXT PRIMARY KEY,"
                          " notification_id INTEGER NOT NULL)")

@@ -125,14 +125,8 @@ class StorageConfig:
     def create_private(self) -> None:
         """Create a missing SQLite file 0600 whatever the umask: it holds the users'
         conversations, and SQLite gives its -wal and -shm files the same mode."""
-        if self.backend != "sqlite" or self.path is None or self.path.exists():
-            return
-        try:
-            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        except FileExistsError:  # another process made it first
-            pass
-        except OSError:  # a missing directory and the like: sqlite3 says it better
-            pass
+        if self.backend == "sqlite" and self.path is not None:
+            create_private(self.path)
 
     def check_exists(self) -> None:
         """For read-only commands: a missing SQLite file is an error, not a new database."""
@@ -199,3 +193,16 @@ def _sqlite(url: str, path: Path, query: str) -> StorageConfig:
         raise StorageError(f"cannot create a database at {path}: {path.parent} does not exist")
     return StorageConfig(url=url, backend="sqlite", path=path,
                          options={k: v.lower() for k, v in options.items()})
+
+
+def create_private(path: Path) -> None:
+    """Create `path` empty and 0600 whatever the umask, if it is missing: a SQLite file
+    made from it keeps that mode, and SQLite gives its -wal and -shm files the same."""
+    if path.exists():
+        return
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:  # another process made it first
+        pass
+    except OSError:  # a missing directory and the like: sqlite3 says it better
+        pass

@@ -211,6 +211,7 @@ class Analytics:
                 names = [d[0] for d in cursor.description or []]
                 return names, [tuple(_utc(v) for v in row) for row in cursor.fetchall()]
             except duckdb.Error as exc:
+                self.views.raise_if_corrupt(exc)
                 raise InvalidInput(str(exc).splitlines()[0], field="sql") from None
             finally:
                 con.rollback()

@@ -7,7 +7,12 @@ eventsourcing's TrackingRecorder contract (and passes the library's test case).
 
 The store is a cache of the log: delete the file, or `convlog views rebuild`, and it
 is rebuilt. Its schema is generated from the views' table declarations; a store
-written by another schema version is rebuilt rather than migrated.
+written by another schema version is rebuilt rather than migrated. A file at its path
+that is not a usable views file (empty, as a full disk leaves it; not DuckDB's; a
+DuckDB database of someone else's; unreadable to this DuckDB; corrupt) is never
+written into and never blocks the views: it is renamed aside
+(``convlog.duckdb.set-aside-<time>``), with a notice on stderr, and the views are
+rebuilt in a new file (see `_set_aside`).
 
 Locking: DuckDB allows one read-write process per file, and a host process may be
 running. So the file is opened only for the duration of one catch-up or query, and a
@@ -70,6 +75,18 @@ class RawReader(Protocol):
     def store_identity(self) -> str: ...
 
 
+class _Unusable(Exception):
+    """The file at the views path is not a usable views file (the reason is the text)."""
+
+
+DUCKDB_MAGIC = b"DUCK"  # at offset 8 of every DuckDB database file
+_LOCKED = ("could not set lock", "conflicting lock")  # not "lock": "block at location"
+_NOT_THE_FILE = (*_LOCKED, "permission denied", "no space left", "too many open files",
+                 "read-only file system", "quota", "out of memory")
+"""Errors about the machine, not the file: such a file is not set aside."""
+_CORRUPT = ("corrupt", "checksum", "could not read enough bytes", "not a valid duckdb")
+
+
 class ViewsOfAnotherStore(StorageError):
     """The views were built from another store (or from this one before it went
     backwards), and ``$CONVLOG_VIEWS_MISMATCH=refuse`` asked for an error rather than
@@ -98,6 +115,7 @@ class ViewStore(TrackingRecorder):
         self._open: duckdb.DuckDBPyConnection | None = None
         self._idle: duckdb.DuckDBPyConnection | None = None
         self._closer: threading.Timer | None = None
+        self._suspect: str | None = None  # corruption met in use: set aside once closed
         self.keep_open = keep_open
         self._held_since = 0.0  # when the file was opened by this process (monotonic)
         # A connection kept open for reuse must not outlive the interpreter unclosed.
@@ -141,7 +159,7 @@ class ViewStore(TrackingRecorder):
                 con = None
                 time.sleep(HANDOVER_GAP)
             if con is None:
-                con = self._open_file()
+                con = self._open_usable()
                 self._held_since = time.monotonic()
             healthy = False
             try:
@@ -149,6 +167,9 @@ class ViewStore(TrackingRecorder):
                 self._open = con
                 yield con
                 healthy = True
+            except duckdb.Error as exc:
+                self.raise_if_corrupt(exc)
+                raise
             finally:
                 self._open = None
                 if healthy and self.keep_open > 0:
@@ -158,6 +179,8 @@ class ViewStore(TrackingRecorder):
                     self._closer.start()
                 else:
                     con.close()
+                    if self._suspect is not None:  # corrupt: closed, it can be moved
+                        self._set_aside(self._suspect, None)
 
     def _close_idle(self) -> None:
         with self._lock:
@@ -165,18 +188,91 @@ class ViewStore(TrackingRecorder):
                 self._idle.close()
                 self._idle = None
 
+    def _open_usable(self) -> duckdb.DuckDBPyConnection:
+        """The views file, opened, with convlog's schema; a file that is not a usable
+        views file is set aside first (once: a second failure is an error)."""
+        assert self.path is not None
+        for attempt in (1, 2):
+            try:
+                con = self._open_file()
+            except _Unusable as exc:
+                if attempt == 2:
+                    raise StorageError(f"cannot open the views database {self.path}: {exc}"
+                                       ) from None
+                self._set_aside(str(exc), _identity(self.path))
+                continue
+            try:
+                self._check_ours(con)
+                self._ensure_schema(con)
+                return con
+            except (_Unusable, duckdb.Error) as exc:
+                con.close()
+                if attempt == 2 or not (isinstance(exc, _Unusable) or _is_corrupt(exc)):
+                    raise
+                self._set_aside(str(exc) if isinstance(exc, _Unusable) else _first_line(exc),
+                                _identity(self.path))
+        raise AssertionError("unreachable")
+
+    def raise_if_corrupt(self, exc: BaseException) -> None:
+        """A StorageError naming the file if `exc` says it is corrupt (met in the middle
+        of a use: this use fails, the next one sets the file aside)."""
+        if self.path is not None and _is_corrupt(exc):
+            self._suspect = _first_line(exc)
+            raise StorageError(f"the views file {self.path} is corrupt ({self._suspect}): "
+                               "it is set aside, and the next use rebuilds the views"
+                               ) from None
+
+    def _set_aside(self, reason: str, seen: tuple[int, int] | None) -> None:
+        """Rename the unusable file at the views path (and DuckDB's .wal beside it) to
+        ``<path>.set-aside-<UTC time>``, with a notice, so that the views are rebuilt
+        in a new file and nothing is deleted. `seen` is the (device, inode) of the file
+        found unusable: a file another process has put there since is left alone."""
+        assert self.path is not None
+        self._suspect = None
+        if seen is not None and _identity(self.path) != seen:
+            return  # another process set it aside already, and made a new one
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = self.path.with_name(f"{self.path.name}.set-aside-{stamp}")
+        try:
+            os.replace(self.path, aside)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StorageError(f"the views file {self.path} is not usable ({reason}) and "
+                               f"cannot be set aside: {exc.strerror}") from None
+        wal = self.path.with_name(self.path.name + ".wal")
+        with contextlib.suppress(OSError):
+            os.replace(wal, aside.with_name(aside.name + ".wal"))
+        print(f"convlog: the views file {self.path} is not usable ({reason}); set aside as "
+              f"{aside.name}, and the views are rebuilt from the log", file=sys.stderr,
+              flush=True)
+
+    @staticmethod
+    def _check_ours(con: duckdb.DuckDBPyConnection) -> None:
+        """A DuckDB database with tables or views but no convlog_meta is someone else's:
+        convlog neither writes into it nor drops what it holds."""
+        names = {n for (n,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT internal AND NOT temporary "
+            "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal "
+            "AND NOT temporary").fetchall()}
+        if names and "convlog_meta" not in names:
+            shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+            raise _Unusable(f"a DuckDB database that is not convlog's (tables {shown})")
+
     def _open_file(self) -> duckdb.DuckDBPyConnection:
+        assert self.path is not None
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.01
         while True:
+            new = not self.path.exists()
+            if not new:
+                _check_header(self.path)
             try:
-                new = self.path is not None and not self.path.exists()
-                con = duckdb.connect(str(self.path))
-                if new and self.path is not None:
-                    _make_private(self.path)
-                return con
+                return duckdb.connect(str(self.path))
             except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
+                if not new and _is_file_problem(exc):
+                    raise _Unusable(_first_line(exc)) from None
+                if not any(sign in str(exc).lower() for sign in _LOCKED):
                     raise StorageError(f"cannot open the views database {self.path}: {exc}"
                                        ) from None
                 if time.monotonic() >= deadline:
@@ -186,8 +282,13 @@ class ViewStore(TrackingRecorder):
                 time.sleep(delay)
                 delay = min(delay * 2, WAIT_POLL)
             except duckdb.Error as exc:
+                if not new and _is_file_problem(exc):
+                    raise _Unusable(_first_line(exc)) from None
                 raise StorageError(f"cannot open the views database {self.path}: {exc}"
                                    ) from None
+            finally:
+                if new:  # even when DuckDB failed half-way: a full disk left it empty
+                    _make_private(self.path)
 
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         con.execute("CREATE TABLE IF NOT EXISTS convlog_meta (name VARCHAR PRIMARY KEY, "
@@ -450,6 +551,7 @@ class ViewStore(TrackingRecorder):
             try:
                 cursor = con.execute(sql, list(params))
             except duckdb.Error as exc:
+                self.raise_if_corrupt(exc)
                 raise StorageError(f"query failed: {exc}") from None
             names = [d[0] for d in cursor.description or []]
             return names, cursor.fetchall()
@@ -470,6 +572,47 @@ def _make_private(path: Path) -> None:
     of every user's conversations. Done before anything is written to it."""
     with contextlib.suppress(OSError):
         os.chmod(path, 0o600)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _check_header(path: Path) -> None:
+    """An existing file that is not a DuckDB database is refused before DuckDB reads
+    it (given a SQLite file, DuckDB would try to download its SQLite extension)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(12)
+    except IsADirectoryError:
+        return  # DuckDB's own error says it
+    except OSError:
+        return
+    if not head:
+        raise _Unusable("an empty file (as a full disk leaves a new one)")
+    if head[8:12] != DUCKDB_MAGIC:
+        raise _Unusable("not a DuckDB database file")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _is_file_problem(exc: BaseException) -> bool:
+    """An error opening an existing file that is about the file (unreadable to this
+    DuckDB, truncated, corrupt), not about the machine (locks, rights, space)."""
+    text = str(exc).lower()
+    return not any(sign in text for sign in _NOT_THE_FILE)
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(sign in text for sign in _CORRUPT) and not any(
+        sign in text for sign in _NOT_THE_FILE)
 
 
 def _close_at_exit(ref: weakref.ReferenceType[ViewStore]) -> None:

@@ -15,15 +15,14 @@ time: thousands of followed files cost rows on disk, not memory.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
+from convlog.services import sidecar
 from convlog.services.importing import Position
-from convlog.services.sidecar import MEMORY
 
 HEAD_BYTES, TAIL_BYTES = 1024, 256
 """A file is recognised by a digest of its first bytes and of those before its
@@ -42,12 +41,8 @@ class Saved(msgspec.Struct, frozen=True, kw_only=True):
 class Positions:
     def __init__(self, path: Path):
         self.path = path
-        if str(path) != MEMORY:
-            path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None,
-                                   check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = sidecar.connect(path)
         self._db.execute("PRAGMA synchronous=NORMAL")  # a killed process loses nothing
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS convlog_watch_positions ("

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+import convlog
 from tests.httpserver import ADMIN_TOKEN, spawn_serve
 
 
@@ -34,3 +35,19 @@ def test_no_redirect_is_built_from_the_host_header(tmp_path: Path) -> None:
             assert "location" not in answer.headers
             assert answer.headers["content-type"] == "application/problem+json"
             assert "evil.example" not in answer.text
+
+
+def test_an_empty_views_file_does_not_make_the_analytics_answer_503(tmp_path: Path) -> None:
+    """A full disk had left the views file empty: 503 on /v1/conversations, /v1/costs
+    and /v1/telemetry for as long as the file stayed."""
+    with convlog.open(f"sqlite:///{tmp_path / 'c.db'}") as log:
+        log.conversation("k", user="u").append_turn([convlog.user("hi")])
+    (tmp_path / "c.duckdb").write_bytes(b"")
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
+            httpx.Client(base_url=url, timeout=60) as http:
+        for path in ("/v1/conversations", "/v1/costs", "/v1/telemetry"):
+            answer = http.get(path)
+            assert answer.status_code == 200, (path, answer.text)
+        assert [c["key"] for c in http.get("/v1/conversations").json()] == ["k"]
+    assert [p.name.split(".set-aside-")[0] for p in tmp_path.iterdir()
+            if ".set-aside-" in p.name] == ["c.duckdb"]
