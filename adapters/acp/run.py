@@ -60,6 +60,15 @@ def _streamable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
+def check_stdio() -> None:
+    """The proxy's stdin and stdout must be streams an ACP client talks on; the CLI
+    checks it before it opens the log, so a wrong start creates no database."""
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        if not _streamable(fd):
+            raise ConvlogError(f"{name} must be a pipe, a socket or a terminal: convlog acp "
+                               "is started by an ACP client (an editor or a desktop host)")
+
+
 async def run_stdio(log_: convlog.AsyncConversationLog, command: list[str], *,
                     budget: convlog.Budget | None = None, agent_name: str | None = None,
                     max_frame: int = DEFAULT_MAX_FRAME,
@@ -70,10 +79,7 @@ async def run_stdio(log_: convlog.AsyncConversationLog, command: list[str], *,
 
     proxy = Proxy(log_, command, budget=budget, agent_name=agent_name, max_frame=max_frame,
                   init_timeout=init_timeout, preamble=preamble)
-    for fd, name in ((0, "stdin"), (1, "stdout")):
-        if not _streamable(fd):
-            raise ConvlogError(f"{name} must be a pipe, a socket or a terminal: convlog acp "
-                               "is started by an ACP client (an editor or a desktop host)")
+    check_stdio()
     try:
         await proxy.agent.start()  # a wrong agent command fails now, not at initialize
         reader, writer = await stdio_streams(limit=reader_limit())

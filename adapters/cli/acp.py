@@ -6,25 +6,27 @@ Its arguments are declared here too (`add_arguments`); convlog.cli.registry name
 from __future__ import annotations
 
 import argparse
+import shutil
 
 import convlog
-from convlog.domain.errors import ConvlogError, InvalidInput
+from convlog.cli.arguments import UsageError, positive_float, positive_int
+from convlog.domain.errors import ConvlogError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokens", type=int, default=10_000, metavar="N",
+    p.add_argument("--tokens", type=positive_int, default=10_000, metavar="N",
                    help="token budget of the history injected into a new agent session "
                         "(default 10000)")
-    p.add_argument("--messages", type=int, default=30, metavar="N",
+    p.add_argument("--messages", type=positive_int, default=30, metavar="N",
                    help="at most N messages of injected history (default 30)")
-    p.add_argument("--chars", type=int, default=2_000, metavar="N",
+    p.add_argument("--chars", type=positive_int, default=2_000, metavar="N",
                    help="cut each injected message at N characters (default 2000)")
     p.add_argument("--agent-name", metavar="NAME",
                    help="the agent's name in the log (default: the agent's own, from "
                         "initialize, else the command's file name)")
-    p.add_argument("--max-frame-mb", type=float, default=64.0, metavar="MB",
+    p.add_argument("--max-frame-mb", type=positive_float, default=64.0, metavar="MB",
                    help="largest JSON-RPC frame passed through (default 64)")
-    p.add_argument("--init-timeout", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--init-timeout", type=positive_float, default=60.0, metavar="SECONDS",
                    help="how long the agent has to answer initialize before the host gets "
                         "an error (default 60)")
     p.add_argument("--preamble", default="first-blocks", choices=("first-blocks", "none"),
@@ -39,33 +41,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the agent to run, after --")
 
 
-def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
+def check(args: argparse.Namespace) -> None:
+    """Before a database is created for nothing: an agent to run (a usage error
+    without one), the extra, stdio an ACP client can talk on, and an agent command
+    that exists. `args.agent` becomes the command, without the ``--``."""
     command = list(args.agent)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise InvalidInput("give the agent to run after --, e.g. convlog acp -- my-agent "
-                           "--stdio", field="AGENT_COMMAND")
-    for name in ("tokens", "messages", "chars"):
-        if getattr(args, name) <= 0:
-            raise InvalidInput("must be a whole number > 0", field=f"--{name}")
-    if not args.max_frame_mb > 0:
-        raise InvalidInput("must be a number > 0", field="--max-frame-mb")
-    if not args.init_timeout > 0:
-        raise InvalidInput("must be a number of seconds > 0", field="--init-timeout")
-    import asyncio  # here: the other commands never load asyncio
-    import logging
-
+        raise UsageError("field 'AGENT_COMMAND': give the agent to run after --, e.g. "
+                         "convlog acp -- my-agent --stdio")
+    args.agent = command
     from convlog.acp import require_sdk
 
     require_sdk()
+    from convlog.acp.run import check_stdio
+
+    check_stdio()
+    if shutil.which(command[0]) is None:
+        raise ConvlogError(f"cannot start the agent {command[0]!r}: no such command")
+
+
+def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
+    import asyncio  # here: the other commands never load asyncio
+    import logging
+
     from convlog.acp.run import run_stdio
 
     logging.basicConfig(level=args.log_level.upper(),
                         format="convlog acp: %(levelname)s: %(message)s")
     budget = convlog.Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
     status = asyncio.run(run_stdio(
-        convlog.AsyncConversationLog(log), command, budget=budget,
+        convlog.AsyncConversationLog(log), args.agent, budget=budget,
         agent_name=args.agent_name, max_frame=int(args.max_frame_mb * 1024 * 1024),
         init_timeout=args.init_timeout, preamble=args.preamble))
     if status:

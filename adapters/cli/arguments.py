@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime
+from typing import Any, NoReturn
 
 from convlog.cli import otel
 from convlog.domain.errors import InvalidInput
@@ -19,7 +20,25 @@ from convlog.views.telemetry import TELEMETRY_GROUPS
 
 
 class UsageError(Exception):
-    """A command line that makes no sense: exit status 2."""
+    """A command line that makes no sense: exit status 2. `usage` is the usage line of
+    the (sub)command whose parser refused it, when argparse did."""
+
+    def __init__(self, message: str, usage: str | None = None):
+        super().__init__(message)
+        self.usage = usage
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, whose errors are raised (as UsageError) instead of printed, so that
+    `main` reports every usage error one way, as JSON under --json. `commands`: the
+    parser of each command, by name (filled by convlog.cli.main.build_parser)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.format_usage())
 
 
 def positive_int(text: str) -> int:
@@ -64,17 +83,42 @@ def parse_at(args: argparse.Namespace) -> int | datetime | None:
 # ---------------------------------------------------------------- arguments
 
 
+def conversation_keys(prefix: str, parsed_args: argparse.Namespace, **_: object
+                      ) -> list[str]:
+    """Shell completion of a conversation key (argcomplete): the keys of the catalog
+    of the store the command line names (--db, else $CONVLOG_URL, else ./convlog.db),
+    archived ones included. A store that does not exist offers nothing, and is not
+    created; nor is anything read that needs the master key."""
+    from convlog.services.log import ConversationLog
+    from convlog.services.options import LogOptions
+
+    try:
+        with ConversationLog.with_options(getattr(parsed_args, "db", None),
+                                          LogOptions(create=False),
+                                          master_key="public") as log:
+            rows = log.sessions(include_archived=True)
+    except Exception:  # completion never fails the shell
+        return []
+    return sorted(r.key for r in rows if r.key.startswith(prefix))
+
+
+def add_key(p: argparse.ArgumentParser, **kwargs: Any) -> None:
+    """The positional conversation key, completed from the catalog."""
+    action = p.add_argument("key", **kwargs)
+    action.completer = conversation_keys  # type: ignore[attr-defined]
+
+
 def key(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key")
+    add_key(p)
 
 
 def key_and_reason(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key")
+    add_key(p)
     p.add_argument("--reason")
 
 
 def record(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key", help="conversation key, e.g. discord:thread:42")
+    add_key(p, help="conversation key, e.g. discord:thread:42")
     p.add_argument("file", nargs="?", default="-", help="JSON Lines file (default: stdin)")
     p.epilog = f"line types: {', '.join(LINE_TYPES)}"
 
@@ -137,7 +181,7 @@ AT_HELP = "as of this position, or this time (UTC unless it has an offset)"
 
 
 def replay(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key")
+    add_key(p)
     p.add_argument("--view", choices=VIEWS,
                    help="user: what the user saw; agent: what the agent received, in order "
                         "(default: every event, one line each)")
@@ -146,7 +190,7 @@ def replay(p: argparse.ArgumentParser) -> None:
 
 
 def diff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key")
+    add_key(p)
     p.add_argument("--at", metavar="VERSION|ISO-TIME", help=AT_HELP)
 
 
@@ -156,7 +200,7 @@ def check_at(args: argparse.Namespace) -> None:
 
 
 def context(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key", nargs="?", help="the conversation (omit with --user/--workspace)")
+    add_key(p, nargs="?", help="the conversation (omit with --user/--workspace)")
     p.add_argument("--user", help="a context across this user's recent conversations")
     p.add_argument("--workspace", help="a context across this workspace's recent "
                                        "conversations (with --user: both must match)")
@@ -176,7 +220,7 @@ def context(p: argparse.ArgumentParser) -> None:
 
 
 def html(p: argparse.ArgumentParser) -> None:
-    p.add_argument("key")
+    add_key(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE.html")
 
 

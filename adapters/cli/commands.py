@@ -22,15 +22,21 @@ import msgspec
 from convlog.cli.otel import cmd_export_otel
 from convlog.cli.render import print_json, print_table, wrap_text
 from convlog.cli.views import cmd_replay_view
+from convlog.domain.conversation import Conversation, check_key, decide_and_evolve
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.projections.money import LEGEND, usd_text
 from convlog.services.jsonlines import parse_lines
 from convlog.services.log import ConversationLog
 from convlog.services.resumption import span_budget
+from convlog.storage.urls import parse_url
 
 
-def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
+def check_record(args: argparse.Namespace) -> None:
+    """The batch, read and decoded before the log is opened (`args.batch`): input
+    that cannot be recorded creates no database. Into a store that does not exist
+    yet, the batch is also decided against a new conversation, so an invalid one
+    (a message id given twice, say) fails before the file is made."""
     if args.file == "-":
         data, source = sys.stdin.buffer.read(), "stdin"
     else:
@@ -43,6 +49,14 @@ def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
     commands, origins = parse_lines(data, source)
     if not commands:
         raise ConvlogError(f"{source}: no events to record")
+    if not parse_url(args.db).exists():
+        decide_and_evolve(Conversation(key=check_key(args.key)), commands,
+                          datetime.now(UTC), origins)
+    args.batch = (commands, origins)
+
+
+def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
+    commands, origins = args.batch
     result = log.execute(args.key, commands, origins)
     if args.json:
         print_json({"key": args.key, **msgspec.structs.asdict(result)})

@@ -22,13 +22,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any, cast
 
 from convlog.cli.demo import QUESTION, FakeModel, say
+from convlog.domain.errors import ConvlogError
 
 SCRIPT = [("Which auth scheme should the API use?",
            "The gateway has no auth yet. I suggest JWT with rotating signing keys."),
@@ -171,7 +174,7 @@ async def second_host(url: str, state: Path) -> None:
                         if r.type.startswith("resume_") and r.type != "resume_attempted"]
             print("\n== resume outcomes against the new agent (recorded as events)")
             for row in attempts:
-                print(f"  {row.type:<17} {row.details}"[:150])
+                print("\n".join(outcome_lines(row.type, row.details)))
         print("\n== the user asks")
         say("user", QUESTION)
         await conn.prompt(session_id=session_id, prompt=[acp.text_block(QUESTION)])
@@ -183,8 +186,23 @@ async def second_host(url: str, state: Path) -> None:
         say("agent", host.seen[-1][1])
 
 
+def outcome_lines(kind: str, details: str, width: int | None = None) -> list[str]:
+    """One resume outcome, its details wrapped between words under themselves (they
+    were cut at 150 characters, mid-word)."""
+    width = width or max(60, shutil.get_terminal_size((100, 24)).columns)
+    head = f"  {kind:<17} "
+    return textwrap.wrap(details, width, initial_indent=head,
+                         subsequent_indent=" " * len(head), break_long_words=False,
+                         break_on_hyphens=False) or [head.rstrip()]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    try:
+        import convlog.acp  # noqa: F401 - the extra, before anything is written
+    except ConvlogError as exc:
+        print(f"convlog demo-acp: {exc}", file=sys.stderr)
+        return 1
     if args == ["agent"]:
         import acp
 
@@ -193,12 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(os.environ.get("CONVLOG_DEMO_DB", "convlog-acp.db")).resolve()
     url = f"sqlite:///{path}"
     state = path.with_suffix(".session")
-    os.environ[TRACE] = str(path.with_suffix(".trace"))
-    Path(os.environ[TRACE]).write_text("")
-    print(f"== host 1 -> convlog acp -> agent: a conversation, recorded in {path.name}")
-    asyncio.run(first_host(url, state))
-    print("\n== host 2 -> convlog acp -> a NEW agent process: same session id")
-    asyncio.run(second_host(url, state))
+    with tempfile.TemporaryDirectory(prefix="convlog-demo-acp-") as scratch:
+        os.environ[TRACE] = str(Path(scratch) / "prompts.trace")  # what the agent got
+        Path(os.environ[TRACE]).write_text("")
+        print(f"== host 1 -> convlog acp -> agent: a conversation, recorded in {path.name}")
+        asyncio.run(first_host(url, state))
+        print("\n== host 2 -> convlog acp -> a NEW agent process: same session id")
+        asyncio.run(second_host(url, state))
     key = f"acp:{state.read_text()}"
     print("\nExplore it:\n"
           f"  convlog replay {key} --db {url}\n"

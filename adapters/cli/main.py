@@ -1,8 +1,10 @@
 """The `convlog` command line.
 
-Exit status: 0 on success, 2 on a usage error (argparse), 1 on any other error, with
-one line on stderr and no traceback. Every command takes ``--db URL`` and ``--json``
-(one JSON document on stdout, for scripts).
+Exit status: 0 on success, 2 on a usage error, 1 on any other error, with one line on
+stderr and no traceback (convlog.cli.failures: under ``--json``, that line is a JSON
+document). Every command takes ``--db URL`` and ``--json`` (one JSON document on
+stdout, for scripts). A command that fails before it runs (a usage error, a missing
+extra, bad input) opens no store, so it creates no database.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import os
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any, NoReturn
+from typing import Any
 
 import convlog
-from convlog.cli.arguments import UsageError
+from convlog.cli.arguments import Parser, UsageError
+from convlog.cli.failures import fail, fail_usage
 from convlog.cli.registry import BY_NAME, COMMANDS
-from convlog.cli.render import visible, visible_output
+from convlog.cli.render import visible_output
 from convlog.domain.errors import ConvlogError
 from convlog.services.log import ConversationLog
 from convlog.services.options import ENV_CAP, ENV_DEPTH, LogOptions, memory_policy
@@ -41,26 +44,23 @@ def _common(parser: argparse.ArgumentParser, *, top: bool, json: bool = True) ->
                         help="print one JSON document instead of a table")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     """The parser of every command of convlog.cli.registry, in its order."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="convlog", description="An event-sourced conversation log for AI agent hosts.")
-    parser.add_argument("--version", action="version", version=f"convlog {convlog.__version__}")
+    parser.add_argument("-V", "--version", action="version",
+                        version=f"convlog {convlog.__version__}")
     _common(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.help)
+        parser.commands[command.name] = p
         _common(p, top=False, json=command.prints_data)
         command.arguments(p)
     return parser
 
 
 # ------------------------------------------------------------------- commands
-
-
-def _fail(message: str, status: int) -> NoReturn:
-    print(f"convlog: error: {visible(message)}", file=sys.stderr)
-    raise SystemExit(status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,10 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not given:  # a newcomer's first try: the help, not a usage error
         parser.print_help()
         return 0
-    args = parser.parse_args(given)
+    as_json = "--json" in given[:given.index("--")] if "--" in given else "--json" in given
+    try:
+        args = parser.parse_args(given)
+    except UsageError as exc:
+        fail_usage(exc, parser.format_usage(), as_json=as_json)
     command = BY_NAME[args.command]
     # text for a terminal: no control sequence from the log reaches it (render.visible)
     terminal = command.prints_data and not args.json and not getattr(args, "csv", False)
+    as_json = bool(args.json)
     try:
         if args.json and not command.prints_data:
             raise UsageError(f"convlog {command.name} prints no data: --json does not apply")
@@ -99,10 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     visible_output() if terminal else nullcontext():
                 command.run(log, args)
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        _fail(str(exc), 2)
+        fail_usage(exc, parser.commands[command.name].format_usage(), as_json=as_json)
     except ConvlogError as exc:
-        _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 1)
+        fail(exc, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 1,
+             as_json=as_json)
     except BrokenPipeError:
         sys.stderr.close()  # `convlog replay KEY | head` is fine
         return 0
@@ -111,8 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug of ours: still one line, the traceback on request
         if os.environ.get("CONVLOG_DEBUG"):
             raise
-        _fail(f"internal error: {type(exc).__name__}: {exc} (set CONVLOG_DEBUG=1 for "
-              "a traceback, and please report it)", 1)
+        fail(exc, f"internal error: {type(exc).__name__}: {exc} (set CONVLOG_DEBUG=1 for "
+             "a traceback, and please report it)", 1, as_json=as_json)
     return 0
 
 

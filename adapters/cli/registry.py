@@ -47,7 +47,8 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("record", "record JSON Lines events (stdin or FILE) as ONE atomic batch",
-            arguments.record, commands.cmd_record, creates_database=True),
+            arguments.record, commands.cmd_record, creates_database=True,
+            check=commands.check_record),
     Command("import", "import other tools' history (Claude Code, OpenAI messages, Codex)",
             importing.add_arguments, importing.cmd_import, creates_database=True,
             check=importing.check),
@@ -83,7 +84,8 @@ COMMANDS: tuple[Command, ...] = (
             arguments.context, commands.cmd_context),
     Command("acp", "a stdio ACP proxy in front of an agent: records every "
                    "conversation, and resumes sessions the agent forgot",
-            acp.add_arguments, acp.cmd_acp, creates_database=True, prints_data=False),
+            acp.add_arguments, acp.cmd_acp, creates_database=True, prints_data=False,
+            check=acp.check),
     Command("html", "one self-contained HTML page: timeline, the user's and the "
                     "agent's views side by side",
             arguments.html, pages.cmd_html),
@@ -97,7 +99,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("clear", "start a new epoch: later context starts empty",
             arguments.key_and_reason, commands.state_change("clear")),
     Command("serve", "the log as an HTTP service (needs convlog[http])",
-            serve.add_arguments, serve.cmd_serve, creates_database=True, prints_data=False),
+            serve.add_arguments, serve.cmd_serve, creates_database=True, prints_data=False,
+            check=serve.check),
     Command("keys", "encryption at rest: generate a key, show status, encrypt a store "
                     "(enable), rotate the master key",
             keys.keys_arguments, run_on_url=keys.run_keys),

@@ -70,14 +70,16 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(log: convlog.ConversationLog, options: Options) -> None:
-    """Serve until SIGINT/SIGTERM."""
+def serve(log: convlog.ConversationLog, options: Options,
+          sock: socket.socket | None = None) -> None:
+    """Serve until SIGINT/SIGTERM, on `sock` when it is given (bound by the caller,
+    e.g. before it opened the log), else on one bound to the options' address."""
     auth = make_auth(options)
     app = create_app(log, auth=auth, max_body=options.max_body,
                      body_timeout=options.body_timeout, max_requests=options.max_connections,
                      max_streams_per_token=options.streams_per_token,
                      allow_origins=options.allow_origins, host_names=(options.host,))
-    sock = bind(options.host, options.port)
+    sock = sock if sock is not None else bind(options.host, options.port)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, server_header=False,

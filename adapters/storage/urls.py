@@ -128,9 +128,15 @@ class StorageConfig:
         if self.backend == "sqlite" and self.path is not None:
             create_private(self.path)
 
+    def exists(self) -> bool:
+        """False for a SQLite file that is not there yet (opening it would create it);
+        True for every other store (a server's, or one in memory)."""
+        return not (self.backend == "sqlite" and self.path is not None
+                    and not self.path.exists())
+
     def check_exists(self) -> None:
         """For read-only commands: a missing SQLite file is an error, not a new database."""
-        if self.backend == "sqlite" and self.path is not None and not self.path.exists():
+        if not self.exists():
             raise StorageError(f"no convlog database at {self.path} (from {self.url!r})")
 
 

@@ -141,7 +141,7 @@ def test_a_missing_agent_or_no_agent_command_is_one_clear_error(tmp_path: Path) 
     assert code == 1 and b"cannot start the agent '/no/such/agent'" in err
     assert b"Traceback" not in err
     code, err = asyncio.run(run())
-    assert code == 1 and b"AGENT_COMMAND" in err
+    assert code == 2 and b"AGENT_COMMAND" in err  # a usage error (docs/cli.md)
 
 
 def test_sigterm_mid_turn_records_the_turn_and_exits_cleanly(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ sitecustomize), so nothing here mocks the classes under test."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -14,18 +13,7 @@ from pathlib import Path
 
 import pytest
 
-BLOCKER = '''
-import importlib.abc, sys
-BLOCKED = {blocked!r}
-
-class Blocker(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == BLOCKED or name.startswith(BLOCKED + "."):
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-        return None
-
-sys.meta_path.insert(0, Blocker())
-'''
+from tests.missing_extra import env_without
 
 CASES = [
     ("convlog.integrations.openai_agents", "openai-agents", "agents"),
@@ -35,8 +23,7 @@ CASES = [
 
 
 def python(tmp_path: Path, blocked: str, code: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "sitecustomize.py").write_text(BLOCKER.format(blocked=blocked))
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = env_without(tmp_path, blocked)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
 
