@@ -1,10 +1,13 @@
 """Real HTTP servers for the tests: uvicorn on a loopback socket, in a thread of this
-process (`served`) or as a `convlog serve` process (`spawn_serve`)."""
+process (`served`) or as a `convlog serve` process (`spawn_serve`); and reading an
+answer off a raw socket (`read_answer`), for tests that speak HTTP by hand."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -13,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -24,6 +28,7 @@ from convlog.http.server import bind
 ADMIN_TOKEN = "admin-token-0123456789"
 ALICE_TOKEN = "alice-token-0123456789"
 BOB_TOKEN = "bob-token-01234567890"
+PROBLEM = "application/problem+json"
 
 
 @contextmanager
@@ -74,3 +79,42 @@ def spawn_serve(db: str | None, cwd: Path, *args: str, env: dict[str, str] | Non
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    assert parts.hostname and parts.port
+    return parts.hostname, parts.port
+
+
+def read_answer(sock: socket.socket, timeout: float = 10) -> tuple[int, dict[str, str], bytes]:
+    """Read one whole response (the server closes the connection after a refusal)."""
+    sock.settimeout(timeout)
+    data = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, TimeoutError):
+            break
+        if not chunk:
+            break
+        data += chunk
+        head, sep, body = data.partition(b"\r\n\r\n")
+        if sep and b"content-length" in head.lower():
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            if len(body) >= length:
+                break
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0].startswith("HTTP/1.1 "), data[:200]
+    headers = {k.strip().lower(): v.strip() for k, _, v in
+               (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def assert_problem(status: int, headers: dict[str, str], body: bytes, expected: int) -> None:
+    assert status == expected, body
+    assert headers["content-type"] == PROBLEM
+    document = json.loads(body)
+    assert document["status"] == expected and document["type"].startswith("urn:convlog:")

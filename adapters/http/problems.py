@@ -12,7 +12,7 @@ import logging
 
 import msgspec
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 import convlog
@@ -125,6 +125,9 @@ def to_problem(exc: BaseException, instance: str | None = None) -> Response:
         log.error("storage error: %s", exc)
         return problem_response(503, "storage-unavailable", str(exc), instance=instance,
                                 headers={"Retry-After": "1"})
+    if isinstance(exc, ClientDisconnect):  # gone (or cut off by transport): nobody reads it
+        return problem_response(400, "client-disconnected", "the client went away before "
+                                "its request was read", instance=instance)
     if isinstance(exc, HTTPException):
         slug = {404: "no-such-route", 405: "method-not-allowed"}.get(exc.status_code, "http")
         return problem_response(exc.status_code, slug, str(exc.detail), instance=instance,

@@ -9,7 +9,10 @@ long as idle sockets hold the slots. So this protocol adds, per connection:
   `header_timeout` seconds of the connection opening (or of the previous answer on a
   kept-alive connection), however slowly they trickle, else 408;
 - header limits: more than `max_header_bytes` of request line and headers, or more
-  than `max_headers` header lines, is a 431;
+  than `max_headers` header lines, is a 431; trailers (the header lines after a
+  chunked body) count in the same line limit and have the same byte limit of their
+  own, checked while they arrive (httptools buffers a trailer value whole, in time
+  quadratic in its size: a 60 MB one held the event loop for seconds);
 
 and, across the server, a cap on open connections where an idle one (no request in
 progress: headers not finished, or kept alive between requests) is closed to make
@@ -87,6 +90,8 @@ class ConvlogProtocol(HttpToolsProtocol):
         self.in_headers = True  # waiting for (the rest of) a request's headers
         self.header_bytes = 0
         self.header_count = 0
+        self.in_last_chunk = False  # a chunk began and no body came: trailers, if any
+        self.trailer_bytes = 0
         self.served = 0  # requests answered on this connection
         self.refused = False
         self.header_timer: asyncio.TimerHandle | None = None
@@ -148,11 +153,17 @@ class ConvlogProtocol(HttpToolsProtocol):
             return  # lingering after a refusal: read and drop
         if self.in_headers:
             self.header_bytes += len(data)
+        elif self.in_last_chunk:
+            self.trailer_bytes += len(data)
         super().data_received(data)
-        if (self.in_headers and not self.refused
-                and self.header_bytes > self.state.limits.max_header_bytes):
+        limit = self.state.limits.max_header_bytes
+        if self.refused:
+            return
+        if self.in_headers and self.header_bytes > limit:
             self.refuse(431, "headers-too-large", "the request line and headers are larger "
-                        f"than {self.state.limits.max_header_bytes} bytes")
+                        f"than {limit} bytes")
+        elif self.in_last_chunk and self.trailer_bytes > limit:
+            self.refuse(431, "headers-too-large", f"the trailers are larger than {limit} bytes")
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -160,10 +171,24 @@ class ConvlogProtocol(HttpToolsProtocol):
         self.header_count = 0
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.header_count += 1
+        self.header_count += 1  # trailers included
         if self.header_count > self.state.limits.max_headers:
             raise _TooManyHeaders
-        super().on_header(name, value)
+        if self.in_headers:  # a trailer is dropped: nothing reads them, and the
+            super().on_header(name, value)  # request's scope was handed over already
+
+    def on_chunk_header(self) -> None:
+        # httptools calls this after each chunk's size line; the last chunk (size 0)
+        # has no body, and its trailers come before on_chunk_complete
+        self.in_last_chunk = True
+        self.trailer_bytes = 0
+
+    def on_body(self, body: bytes) -> None:
+        self.in_last_chunk = False
+        super().on_body(body)
+
+    def on_chunk_complete(self) -> None:
+        self.in_last_chunk = False
 
     def on_headers_complete(self) -> None:
         self.in_headers = False
@@ -188,9 +213,19 @@ class ConvlogProtocol(HttpToolsProtocol):
     # -------------------------------------------------------------- refusal
 
     def refuse(self, status: int, slug: str, detail: str) -> None:
-        """Answer with a problem and close, after draining what the client still sends."""
+        """Answer with a problem and close, after draining what the client still sends.
+        A request whose application is running (its trailers refused) sees a
+        disconnect, and what it would answer is dropped; one already answering is
+        cut off."""
         if self.refused or self.transport.is_closing():
             return
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True
+            cycle.message_event.set()
+            if cycle.response_started:
+                self.transport.close()
+                return
         self.refused = True
         self._cancel_header_timer()
         self.state.idle.pop(self, None)

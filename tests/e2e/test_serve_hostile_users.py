@@ -5,12 +5,25 @@ the others waited) are bench.http's; these tests check behaviour, never time."""
 
 from __future__ import annotations
 
+import contextlib
+import select
+import socket
 from pathlib import Path
 
 import httpx
 
 import convlog
-from tests.httpserver import ADMIN_TOKEN, spawn_serve
+from tests.httpserver import ADMIN_TOKEN, address, assert_problem, read_answer, spawn_serve
+
+TURN = b'{"messages": [{"role": "user", "content": "hi"}]}'
+
+
+def _chunked_post(url: str) -> bytes:
+    """The head and whole body of a chunked turn, up to where trailers begin."""
+    host = url.removeprefix("http://")
+    return (b"POST /v1/conversations/k/turns HTTP/1.1\r\nHost: %s\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"%x\r\n%s\r\n0\r\n" % (host.encode(), len(TURN), TURN))
 
 
 def test_a_turn_of_two_million_spaces_is_recorded_and_counted(tmp_path: Path) -> None:
@@ -51,3 +64,39 @@ def test_an_empty_views_file_does_not_make_the_analytics_answer_503(tmp_path: Pa
         assert [c["key"] for c in http.get("/v1/conversations").json()] == ["k"]
     assert [p.name.split(".set-aside-")[0] for p in tmp_path.iterdir()
             if ".set-aside-" in p.name] == ["c.duckdb"]
+
+
+def test_a_giant_trailer_is_refused_before_it_is_read_whole(tmp_path: Path) -> None:
+    """A ~60 MB trailer made /health wait up to 7 s and held ~160 MB until the body
+    timeout: httptools buffers a trailer value in quadratic time, and the 64 KiB
+    header limit did not count trailers."""
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
+            socket.create_connection(address(url)) as sock:
+        sock.sendall(_chunked_post(url) + b"X-Big: ")
+        with contextlib.suppress(OSError):
+            for _ in range(4):  # 256 KiB of one trailer value, and no end in sight
+                sock.sendall(b"a" * 65536)
+            assert select.select([sock], [], [], 10)[0], "no answer to a 256 KiB trailer"
+            for _ in range(60):  # the rest (4 MiB in all) is read and dropped
+                sock.sendall(b"a" * 65536)
+            sock.sendall(b"\r\n\r\n")
+        assert_problem(*read_answer(sock), expected=431)
+        assert httpx.get(url + "/health", timeout=10).status_code == 200
+        with convlog.Client(url) as client:  # the turn was not recorded
+            assert [c.key for c in client.sessions()] == []
+
+
+def test_too_many_trailer_lines_are_refused(tmp_path: Path) -> None:
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
+            socket.create_connection(address(url)) as sock:
+        lines = b"".join(b"X-T%d: 1\r\n" % n for n in range(500))
+        sock.sendall(_chunked_post(url) + lines + b"\r\n")
+        assert_problem(*read_answer(sock), expected=431)
+
+
+def test_a_chunked_turn_with_a_small_trailer_is_recorded(tmp_path: Path) -> None:
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
+            socket.create_connection(address(url)) as sock:
+        sock.sendall(_chunked_post(url) + b"X-Checksum: 1234\r\n\r\n")
+        status, _, body = read_answer(sock)
+        assert status == 200, body

@@ -6,61 +6,18 @@ refusal must be a problem document."""
 from __future__ import annotations
 
 import contextlib
-import json
 import resource
 import select
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 import convlog
-from tests.httpserver import ADMIN_TOKEN, spawn_serve
-
-PROBLEM = "application/problem+json"
-
-
-def _address(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    assert parts.hostname and parts.port
-    return parts.hostname, parts.port
-
-
-def _answer(sock: socket.socket, timeout: float = 10) -> tuple[int, dict[str, str], bytes]:
-    """Read one whole response (the server closes the connection after a refusal)."""
-    sock.settimeout(timeout)
-    data = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            chunk = sock.recv(65536)
-        except (ConnectionResetError, TimeoutError):
-            break
-        if not chunk:
-            break
-        data += chunk
-        head, sep, body = data.partition(b"\r\n\r\n")
-        if sep and b"content-length" in head.lower():
-            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            if len(body) >= length:
-                break
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    assert lines[0].startswith("HTTP/1.1 "), data[:200]
-    headers = {k.strip().lower(): v.strip() for k, _, v in
-               (line.partition(":") for line in lines[1:])}
-    return int(lines[0].split()[1]), headers, body
-
-
-def _assert_problem(status: int, headers: dict[str, str], body: bytes, expected: int) -> None:
-    assert status == expected, body
-    assert headers["content-type"] == PROBLEM
-    document = json.loads(body)
-    assert document["status"] == expected and document["type"].startswith("urn:convlog:")
+from tests.httpserver import ADMIN_TOKEN, PROBLEM, address, assert_problem, read_answer, spawn_serve
 
 
 @contextlib.contextmanager
@@ -85,20 +42,20 @@ def _health_stays_up(url: str, times: int = 5) -> None:
 def test_idle_sockets_do_not_starve_a_real_request(tmp_path: Path) -> None:
     # --max-connections 10: at most 20 open connections; 60 idle ones are opened
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--max-connections", "10"
-                     ) as (url, _), _idle_sockets(_address(url), 60) as idle:
+                     ) as (url, _), _idle_sockets(address(url), 60) as idle:
         time.sleep(0.5)
         _health_stays_up(url)
         # the idle ones made room: the oldest were told so, with a problem document
-        _assert_problem(*_answer(idle[0], timeout=5), expected=408)
+        assert_problem(*read_answer(idle[0], timeout=5), expected=408)
 
 
 def test_a_kept_alive_connection_is_closed_quietly_to_make_room(tmp_path: Path) -> None:
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--max-connections", "2"
-                     ) as (url, _), socket.create_connection(_address(url)) as kept:
+                     ) as (url, _), socket.create_connection(address(url)) as kept:
         kept.sendall(b"GET /health HTTP/1.1\r\nHost: %s\r\n\r\n" % url[7:].encode())
-        status, _, _ = _answer(kept, timeout=5)
+        status, _, _ = read_answer(kept, timeout=5)
         assert status == 200
-        with _idle_sockets(_address(url), 4):  # 5 open, 4 allowed: the oldest idle goes
+        with _idle_sockets(address(url), 4):  # 5 open, 4 allowed: the oldest idle goes
             kept.settimeout(4)  # under the 5 s keep-alive timeout
             assert kept.recv(100) == b""  # closed, no answer: it had asked nothing
         _health_stays_up(url, 2)
@@ -106,7 +63,7 @@ def test_a_kept_alive_connection_is_closed_quietly_to_make_room(tmp_path: Path) 
 
 def test_trickling_headers_are_cut_off_at_the_header_timeout(tmp_path: Path) -> None:
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--header-timeout", "1"
-                     ) as (url, _), socket.create_connection(_address(url)) as sock:
+                     ) as (url, _), socket.create_connection(address(url)) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         sock.settimeout(0.2)
         answered = b""
@@ -123,13 +80,13 @@ def test_trickling_headers_are_cut_off_at_the_header_timeout(tmp_path: Path) -> 
         # Cut off within the 8 s the client trickles for: the 1 s given, not the
         # default 10 s (a server that ignored --header-timeout fails here).
         assert answered, "the trickling client was never cut off"
-        _assert_problem(*_answer(sock), expected=408)
+        assert_problem(*read_answer(sock), expected=408)
         _health_stays_up(url, 2)
 
 
 def test_a_giant_header_is_refused_before_it_is_read_whole(tmp_path: Path) -> None:
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
-            socket.create_connection(_address(url)) as sock:
+            socket.create_connection(address(url)) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
         with contextlib.suppress(OSError):
             for _ in range(4):  # 256 KiB of one header value, and no end in sight
@@ -139,23 +96,23 @@ def test_a_giant_header_is_refused_before_it_is_read_whole(tmp_path: Path) -> No
             for _ in range(60):  # the rest (4 MiB in all) is read and dropped
                 sock.sendall(b"a" * 65536)
             sock.sendall(b"\r\n\r\n")
-        _assert_problem(*_answer(sock), expected=431)
+        assert_problem(*read_answer(sock), expected=431)
         _health_stays_up(url, 2)
 
 
 def test_too_many_header_lines_are_refused(tmp_path: Path) -> None:
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
-            socket.create_connection(_address(url)) as sock:
+            socket.create_connection(address(url)) as sock:
         lines = b"".join(b"X-H%d: 1\r\n" % n for n in range(500))
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + lines + b"\r\n")
-        _assert_problem(*_answer(sock), expected=431)
+        assert_problem(*read_answer(sock), expected=431)
 
 
 def test_a_malformed_request_is_answered_with_a_problem_document(tmp_path: Path) -> None:
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
-            socket.create_connection(_address(url)) as sock:
+            socket.create_connection(address(url)) as sock:
         sock.sendall(b"NOT HTTP AT ALL\x00\r\n\r\n")
-        _assert_problem(*_answer(sock), expected=400)
+        assert_problem(*read_answer(sock), expected=400)
 
 
 def test_one_token_cannot_hold_every_stream(tmp_path: Path) -> None:
@@ -196,7 +153,7 @@ def test_two_thousand_idle_sockets_leave_health_answering(tmp_path: Path) -> Non
             pytest.skip(f"needs 5,000 open files (ulimit -n is {soft}, at most {hard})")
         resource.setrlimit(resource.RLIMIT_NOFILE, (5000, hard))
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
-            _idle_sockets(_address(url), 2001):
+            _idle_sockets(address(url), 2001):
         for _ in range(3):
             _health_stays_up(url, 3)
             time.sleep(1)
