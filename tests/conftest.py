@@ -18,6 +18,21 @@ PG_HOST = os.environ.get("CONVLOG_TEST_PG", "host=127.0.0.1 port=5432 dbname=tes
 BACKENDS = ["memory", "sqlite", "postgres"]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def user_data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The suite's own per-user data directory (`$XDG_DATA_HOME`): the views of a
+    PostgreSQL store opened without ``?views=`` land there (convlog.views.duckdb.
+    views_home), never in the home of whoever runs the tests."""
+    home = tmp_path_factory.mktemp("user-data")
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(home)
+    yield home
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'convlog.db'}"

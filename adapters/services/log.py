@@ -119,7 +119,7 @@ class ConversationLog(CatalogQueries):
         self._analytics: Analytics | None = None
         if not options.create:
             self.config.check_exists()
-        self.config.check_reachable()
+        self.config.check_reachable(create=options.create)
         self.config.create_private()
         # a bad key fails here, before anything is opened
         public_only = master_key == "public"  # no key: counts and costs, no content

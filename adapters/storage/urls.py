@@ -13,8 +13,9 @@ SQLite query options: ``synchronous=normal|full`` (see convlog.storage.sqlite) a
 PostgreSQL query options: ``pool_size`` (default 5), ``max_overflow`` (10),
 ``connect_timeout`` (seconds a request waits for a connection before the
 database counts as unavailable, 2), ``lock_timeout`` (seconds a writer waits for the
-table lock, 0 = no limit), ``schema`` (default: the user's search path), and
-``views`` (the DuckDB file of read models, default ``./convlog-pg-<id>.duckdb``).
+table lock, 0 = no limit), ``schema`` (default: the user's search path; created by
+a writing open when missing), and ``views`` (the DuckDB file of read models, default
+``pg-<id>.duckdb`` in the per-user data directory: convlog.views.duckdb.views_home).
 The default URL is ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from convlog.domain.errors import MissingExtra
@@ -99,9 +101,11 @@ class StorageConfig:
                 env[name] = self.options[key]
         return env
 
-    def check_reachable(self) -> None:
+    def check_reachable(self, *, create: bool = True) -> None:
         """PostgreSQL: one direct connection first, so a wrong host, role or database
-        fails at once with the server's own words instead of after the pool's wait."""
+        fails at once with the server's own words instead of after the pool's wait.
+        It also makes the URL's ``?schema=`` when it is missing and `create` (a
+        reading open names it instead, and creates nothing)."""
         if self.backend != "postgresql":
             return
         try:
@@ -112,15 +116,41 @@ class StorageConfig:
 
         env = self._postgres_env()
         try:
-            psycopg.connect(
-                host=env["POSTGRES_HOST"], port=int(env["POSTGRES_PORT"]),
-                dbname=env["POSTGRES_DBNAME"], user=env["POSTGRES_USER"],
-                password=env["POSTGRES_PASSWORD"] or None,
-                connect_timeout=int(self.options.get("connect_timeout", "10"))).close()
+            with psycopg.connect(
+                    host=env["POSTGRES_HOST"], port=int(env["POSTGRES_PORT"]),
+                    dbname=env["POSTGRES_DBNAME"], user=env["POSTGRES_USER"],
+                    password=env["POSTGRES_PASSWORD"] or None, autocommit=True,
+                    connect_timeout=int(self.options.get("connect_timeout", "10"))) as conn:
+                if self.options.get("schema"):
+                    self._ensure_schema(conn, self.options["schema"], create)
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split())
             raise StorageError(f"cannot connect to PostgreSQL at {_redact(self.url)!r}: "
                                f"{reason}") from None
+
+    def _ensure_schema(self, conn: Any, schema: str, create: bool) -> None:
+        import psycopg
+        from psycopg.sql import SQL, Identifier
+
+        found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                             (schema,)).fetchone()
+        if found:
+            return
+        if not create:
+            raise StorageError(f"no schema {schema!r} in {_redact(self.url)!r}: a writing "
+                               "command creates it")
+        try:
+            conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
+        except psycopg.errors.UniqueViolation:
+            pass  # another host created it at the same moment
+        except psycopg.errors.InsufficientPrivilege as exc:
+            role = self._postgres_env()["POSTGRES_USER"]
+            reason = " ".join(str(exc).split())
+            raise StorageError(
+                f"schema {schema!r} does not exist and role {role!r} may not create it "
+                f"({reason}): as the database's owner, run CREATE SCHEMA \"{schema}\" "
+                f"AUTHORIZATION \"{role}\" (or GRANT CREATE ON DATABASE to the role)"
+                ) from None
 
     def create_private(self) -> None:
         """Create a missing SQLite file 0600 whatever the umask: it holds the users'

@@ -663,9 +663,10 @@ def store_mark(row: tuple[int, str, int, str, str]) -> str:
 def default_path(event_store_path: Path | None, backend: str = "sqlite",
                  url: str = "") -> Path | None:
     """``$CONVLOG_VIEWS``, else next to a SQLite event store (``convlog.db`` ->
-    ``convlog.duckdb``), ``./convlog-pg-<id>.duckdb`` for PostgreSQL (one file per
-    host, port, database and schema: two stores never share a default), in memory
-    for memory://."""
+    ``convlog.duckdb``), in memory for memory://, and for PostgreSQL
+    ``pg-<id>.duckdb`` in `views_home()` (one file per host, port, database and
+    schema: two stores never share a default; never the current directory, which
+    depends on where a command happens to run)."""
     override = os.environ.get("CONVLOG_VIEWS")
     if override:
         return Path(override)
@@ -673,7 +674,24 @@ def default_path(event_store_path: Path | None, backend: str = "sqlite",
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
         where = f"{parts.hostname}:{parts.port}{parts.path}?schema={query.get('schema', '')}"
-        return Path(f"convlog-pg-{hashlib.sha256(where.encode()).hexdigest()[:12]}.duckdb")
+        return views_home() / f"pg-{hashlib.sha256(where.encode()).hexdigest()[:12]}.duckdb"
     if event_store_path is None:
         return None
     return event_store_path.with_suffix(".duckdb")
+
+
+def views_home() -> Path:
+    """The per-user directory of the views of server stores, made 0700 when missing
+    (the views hold the catalog of every user's conversations): ``views`` in the
+    user data directory, ``$XDG_DATA_HOME/convlog`` (``~/.local/share/convlog``) on
+    Linux, ``~/Library/Application Support/convlog`` on macOS, ``%LOCALAPPDATA%\\
+    convlog`` on Windows (platformdirs)."""
+    import platformdirs
+
+    home = platformdirs.user_data_path("convlog", appauthor=False) / "views"
+    try:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot make the views directory {home}: {exc.strerror} "
+                           "(set CONVLOG_VIEWS, or ?views= in the URL)") from None
+    return home
