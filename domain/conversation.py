@@ -136,6 +136,12 @@ class Conversation(msgspec.Struct, kw_only=True):
     """Its user was forgotten (UserForgotten): the content is erased, nothing more is
     recorded."""
 
+    def cooldown_depth(self, process_depth: int) -> int:
+        """The `context_window_depth` in force for a memory cooldown: this
+        conversation's pinned policy, else the writing process's. What an injection
+        enforces and what every cooldown report computes with (one rule)."""
+        return self.policy()[1] if self.memory_pinned else process_depth
+
     def policy(self) -> tuple[int, int]:
         """(max_injected_blocks_in_history, context_window_depth) in force now: the
         recorded policy, or the defaults (3, 10) when none was recorded."""
@@ -380,8 +386,9 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     elif isinstance(command, RecordFact):
         events.append(_checked_fact(msgspec.structs.replace(command.event, at=now), state))
     elif isinstance(command, InjectMemory):
-        if state.memory_pinned:  # the conversation's own cooldown, not the writer's
-            command = msgspec.structs.replace(command, cooldown_turns=state.policy()[1])
+        depth = state.cooldown_depth(command.cooldown_turns)
+        if depth != command.cooldown_turns:  # pinned: the conversation's, not the writer's
+            command = msgspec.structs.replace(command, cooldown_turns=depth)
         events.append(decide_memory(command, turns=state.turns, recent=state.recent_memories,
                                     bound_session=state.native_session_id, now=now))
     return events

@@ -156,6 +156,12 @@ class AsyncRemoteConversation:
         """{memory id: turns left} for the ids that must not be injected now."""
         return (await self.client.send(wire.memory(self.path))).cooldown
 
+    async def set_memory_policy(self, *, max_injected_blocks_in_history: int,
+                                context_window_depth: int) -> tuple[int, int]:
+        state = await self.client.send(wire.memory_policy(
+            self.path, max_injected_blocks_in_history, context_window_depth))
+        return state.max_injected_blocks_in_history, state.context_window_depth
+
     async def live_memory(self, *, at: int | None = None) -> list[convlog.MemoryBlock]:
         """The live memory blocks, oldest first (now, or at log version `at`)."""
         return (await self.client.send(wire.memory(self.path, at))).live

@@ -166,6 +166,14 @@ class RemoteConversation:
         """{memory id: turns left} for the ids that must not be injected now."""
         return (self.client.send(wire.memory(self.path))).cooldown
 
+    def set_memory_policy(self, *, max_injected_blocks_in_history: int,
+                          context_window_depth: int) -> tuple[int, int]:
+        """This conversation's memory policy from here on (recorded, pinned); the
+        policy in force, as `ConversationHandle.set_memory_policy`."""
+        state = self.client.send(wire.memory_policy(
+            self.path, max_injected_blocks_in_history, context_window_depth))
+        return state.max_injected_blocks_in_history, state.context_window_depth
+
     def live_memory(self, *, at: int | None = None) -> list[convlog.MemoryBlock]:
         """The live memory blocks, oldest first (now, or at log version `at`)."""
         return (self.client.send(wire.memory(self.path, at))).live

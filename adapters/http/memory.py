@@ -21,7 +21,7 @@ from convlog.http.problems import ProblemError
 from convlog.http.schema import MemoryIn, MemoryPolicyIn, MemoryState
 from convlog.projections.memory import check_cap
 from convlog.projections.resumption import SPAN_FORMATS
-from convlog.services.memory import as_block
+from convlog.services.memory import as_block, cooldown
 from convlog.services.resumption import SPAN_MESSAGES, span_budget
 
 KEY = "/v1/conversations/{key}"
@@ -45,8 +45,11 @@ async def inject(call: Call) -> convlog.MemoryBlock:
 
 
 def _state(log: convlog.ConversationLog, key: str, at: int | None) -> MemoryState:
-    cap, depth = log.state(key).policy()  # the conversation's recorded policy
-    return MemoryState(live=log.live_memory(key, at=at), cooldown=log.memory_cooldown(key),
+    state = log.state(key)
+    cap = state.policy()[0]  # the conversation's recorded policy
+    depth = state.cooldown_depth(log.context_window_depth)  # what an injection enforces
+    return MemoryState(live=log.live_memory(key, at=at),
+                       cooldown=cooldown(state, depth),
                        max_injected_blocks_in_history=cap, context_window_depth=depth)
 
 

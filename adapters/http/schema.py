@@ -150,7 +150,9 @@ class Injection(msgspec.Struct, frozen=True, kw_only=True):
 
 class MemoryState(msgspec.Struct, frozen=True, kw_only=True):
     """The memory blocks the agent has now (oldest first), and {memory id: turns left}
-    for the ids a host must not inject yet."""
+    for the ids a host must not inject yet, computed with `context_window_depth`: the
+    depth in force, the one an injection enforces (the conversation's pinned policy,
+    else the server's)."""
 
     live: list[MemoryBlock]
     cooldown: dict[str, int]

@@ -260,6 +260,11 @@ def memory(path: str, at: int | None = None) -> Req[MemoryState]:
                params={"at": at} if at is not None else None)
 
 
+def memory_policy(path: str, cap: int, depth: int) -> Req[MemoryState]:
+    return Req("PUT", path + "/memory/policy", MemoryState,
+               {"max_injected_blocks_in_history": cap, "context_window_depth": depth})
+
+
 def user_context(user: str | None, workspace: str | None, conversations: int,
                  budget: Budget | None, format: str, model: str | None
                  ) -> Req[convlog.ResumptionContext]:

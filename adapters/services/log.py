@@ -72,7 +72,7 @@ from convlog.services.resumption import ResumptionContext
 from convlog.services.resumption import build as build_resumption
 from convlog.services.tiers import resume
 from convlog.services.writer import Writer
-from convlog.storage.application import ConversationStore
+from convlog.storage.application import MESSAGE_TOPICS, ConversationStore
 from convlog.storage.errors import StorageError
 from convlog.storage.mapper import RawEntry, RawItem, RawJson
 from convlog.storage.urls import StorageConfig, parse_url
@@ -325,8 +325,10 @@ class ConversationLog(CatalogQueries):
         return self.state(key).policy()
 
     def memory_cooldown(self, key: str) -> dict[str, int]:
-        """{memory id: turns left} for the memory ids that must not be injected now."""
-        return cooldown(self.state(key), self.context_window_depth)
+        """{memory id: turns left} for the memory ids that must not be injected now,
+        by the policy in force (the conversation's pinned one, else this log's)."""
+        state = self.state(key)
+        return cooldown(state, state.cooldown_depth(self.context_window_depth))
 
     def live_memory(self, key: str, *, at: int | None = None) -> list[MemoryBlock]:
         """The memory blocks live in the agent's context, oldest first: now, or at log
@@ -367,16 +369,21 @@ class ConversationLog(CatalogQueries):
         return recorded
 
     def messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
-        """Messages in order. `last=N` returns the newest N: only those N rows are read,
-        walking the conversation's index backwards, never replaying the conversation."""
-        if last is None:
-            return [r.event for r in self.events(key) if isinstance(r.event, MessageAppended)]
-        if last <= 0:
+        """The messages of the current epoch, in order: after a `clear`, the ones
+        before it are not handed back (a restarted host must not reload what its user
+        cleared; the log keeps them: `transcript`, `timeline`, `view`). `last=N`
+        returns the newest N: only those N rows are read, walking the conversation's
+        index backwards, never replaying the conversation."""
+        if last is not None and last <= 0:
             raise InvalidInput("last must be positive", field="last")
-        found = self._store.last_messages(conversation_id(key), last)
-        if not found and not self.exists(key):
-            raise UnknownConversation(key)
-        return found[::-1]  # select_tail already stopped at `last`, newest first
+        start = self.state(key).epoch_start_version  # UnknownConversation, or the epoch
+        if last is None:
+            return [r.event for r in self.events(key, after=start)
+                    if isinstance(r.event, MessageAppended)]
+        found = self._store.last_of(conversation_id(key), MESSAGE_TOPICS, last)
+        # select_tail stopped at `last`, newest first: keep those of this epoch
+        return [r.event for r in reversed(found)
+                if r.version > start and isinstance(r.event, MessageAppended)]
 
     def live_messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
         """The messages of the current epoch that were not retracted, oldest first

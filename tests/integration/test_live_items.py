@@ -63,7 +63,8 @@ def test_clear_starts_a_new_epoch_of_live_items(log: convlog.ConversationLog) ->
     assert conv.retract_last() is None  # a pop never reaches into an earlier epoch
     conv.append(convlog.user("new"))
     assert texts(conv.live_messages()) == ["new"]
-    assert texts(conv.messages()) == ["old", "new"]
+    assert texts(conv.messages()) == ["new"]  # a read respects the clear (issue 42)
+    assert [line.text for line in conv.transcript() if line.role == "user"] == ["old", "new"]
 
 
 def test_last_walks_past_many_retractions(log: convlog.ConversationLog) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -50,6 +51,15 @@ def refused(kind: str, field: str | None = None) -> Iterator[None]:
 def setup(s: Surface, o: Library) -> Surface:
     """Who does a rule's set-up: the surface, or the library when it cannot (ACP)."""
     return o if s.name == "acp" else s
+
+
+def via(s: Surface, o: Library, operation: str, *args: Any) -> Any:
+    """A set-up step: done by the surface, or by the library where the surface has
+    no such operation (the gap is still checked against test_parity.NOT_HERE)."""
+    try:
+        return getattr(s, operation)(*args)
+    except NotHere:
+        return getattr(o, operation)(*args)
 
 
 def version(o: Library, key: str) -> int:
@@ -99,3 +109,41 @@ def unknown_is_not_created(s: Surface, o: Library) -> None:
         except NotHere:
             continue
         assert not o.log.exists(key), operation.__name__
+
+
+@rule("messages-respect-clear", """A read of a conversation's messages gives the
+current epoch only: after a clear, the messages from before it are not handed back
+(a restarted host does not reload what its user cleared). The whole history stays in
+the log, for the transcript, the timeline and the replay.""")
+def messages_respect_clear(s: Surface, o: Library) -> None:
+    key = s.key()
+    setup(s, o).start(key, user="u1")
+    setup(s, o).append(key, {"role": "user", "content": "before the clear"})
+    setup(s, o).clear(key)
+    setup(s, o).append(key, {"role": "user", "content": "after the clear"})
+    read = s.messages(key)
+    assert "before the clear" not in read and "after the clear" in read, read
+    assert [line.text for line in o.log.transcript(key) if line.role == "user"] == [
+        "before the clear", "after the clear"]  # the log keeps both
+
+
+@rule("cooldown-from-the-policy-in-force", """The memory cooldown a surface reports is
+computed from the policy in force, the one the injection enforces: a conversation's
+pinned policy, else the process's. Every surface's process here runs with depth 1.""")
+def cooldown_from_the_policy_in_force(s: Surface, o: Library) -> None:
+    longer, shorter = s.key(), s.key()
+    for key, depth in ((longer, 10), (shorter, 0)):
+        setup(s, o).start(key, user="u1")
+        via(s, o, "set_memory_policy", key, 3, depth)
+        s.inject_memory(key, "p")
+        setup(s, o).append(key, {"role": "user", "content": "turn 1"},
+                           {"role": "assistant", "content": "ok"})
+        setup(s, o).append(key, {"role": "user", "content": "turn 2"})
+    try:
+        got = s.memory_cooldown(longer), s.memory_cooldown(shorter)
+        assert got == ({"p": 8}, {}), got
+    except NotHere:
+        pass
+    with refused("cooling", "memory_ids"):
+        s.inject_memory(longer, "p")
+    s.inject_memory(shorter, "p")  # depth 0: no cooldown, whatever the process's

@@ -136,6 +136,16 @@ class Surface:
         """The texts of the conversation's messages, as the surface reads them."""
         raise self._no("message read")
 
+    def set_memory_policy(self, key: str, cap: int, depth: int) -> None:
+        """Pin this conversation's memory policy."""
+        raise self._no("memory policy")
+
+    def inject_memory(self, key: str, *memory_ids: str) -> None:
+        raise self._no("memory injection")
+
+    def memory_cooldown(self, key: str) -> dict[str, int]:
+        raise self._no("memory cooldown report")
+
     def close(self) -> None:
         pass
 
@@ -181,6 +191,16 @@ class Library(Surface):
 
     def messages(self, key: str) -> list[str]:
         return [str(m.content) for m in self._do(self.log.messages, key)]
+
+    def set_memory_policy(self, key: str, cap: int, depth: int) -> None:
+        self._do(self.log.set_memory_policy, key, max_injected_blocks_in_history=cap,
+                 context_window_depth=depth)
+
+    def inject_memory(self, key: str, *memory_ids: str) -> None:
+        self._do(self.log.inject_memory, key, "a memory", list(memory_ids))
+
+    def memory_cooldown(self, key: str) -> dict[str, int]:
+        return self._do(self.log.memory_cooldown, key)
 
     def close(self) -> None:
         self.log.close()
@@ -240,6 +260,16 @@ class AsyncLibrary(Library):
     def messages(self, key: str) -> list[str]:
         return [str(m.content) for m in self._run(self.alog.messages(key))]
 
+    def set_memory_policy(self, key: str, cap: int, depth: int) -> None:
+        self._run(self.alog.set_memory_policy(key, max_injected_blocks_in_history=cap,
+                                              context_window_depth=depth))
+
+    def inject_memory(self, key: str, *memory_ids: str) -> None:
+        self._run(self.alog.inject_memory(key, "a memory", list(memory_ids)))
+
+    def memory_cooldown(self, key: str) -> dict[str, int]:
+        return self._run(self.alog.memory_cooldown(key))
+
     def close(self) -> None:
         self.loop.run_until_complete(self.alog.close())
         self.loop.close()
@@ -293,6 +323,16 @@ class Client(Surface):
 
     def messages(self, key: str) -> list[str]:
         return [str(m.content) for m in self._do(self._conv(key).messages)]
+
+    def set_memory_policy(self, key: str, cap: int, depth: int) -> None:
+        self._do(self._conv(key).set_memory_policy, max_injected_blocks_in_history=cap,
+                 context_window_depth=depth)
+
+    def inject_memory(self, key: str, *memory_ids: str) -> None:
+        self._do(self._conv(key).inject_memory, "a memory", list(memory_ids))
+
+    def memory_cooldown(self, key: str) -> dict[str, int]:
+        return self._do(self._conv(key).memory_cooldown)
 
     def close(self) -> None:
         self.client.close()
@@ -356,6 +396,18 @@ class RawHTTP(Surface):
 
     def messages(self, key: str) -> list[str]:
         return [str(m["content"]) for m in self.send("GET", self.path(key) + "/messages")]
+
+    def set_memory_policy(self, key: str, cap: int, depth: int) -> None:
+        self.send("PUT", self.path(key) + "/memory/policy", {
+            "max_injected_blocks_in_history": cap, "context_window_depth": depth})
+
+    def inject_memory(self, key: str, *memory_ids: str) -> None:
+        self.send("POST", self.path(key) + "/memory", {"text": "a memory",
+                                                       "memory_ids": list(memory_ids)})
+
+    def memory_cooldown(self, key: str) -> dict[str, int]:
+        cooling: dict[str, int] = self.send("GET", self.path(key) + "/memory")["cooldown"]
+        return cooling
 
     def close(self) -> None:
         self.http.close()
@@ -422,6 +474,10 @@ class CLI(Surface):
                     {"type": "resume_succeeded", "strategy": "session/new",
                      "native_session_id": NATIVE, "fresh": True})
         return None
+
+    def inject_memory(self, key: str, *memory_ids: str) -> None:
+        self.record(key, {"type": "memory_injected", "text": "a memory",
+                          "memory_ids": list(memory_ids)})
 
     def record_injection(self, key: str) -> bool:
         context = json.loads(self.run("context", key, "--json"))

@@ -41,6 +41,14 @@ NOT_HERE: dict[tuple[str, str], str] = {  # (surface, operation): why it has non
                          "markers), not a message read; `context` is the CLI's read",
     ("acp", "start"): "an ACP host starts sessions with session/new, through the agent",
     ("acp", "record_injection"): "the proxy injects only within its own resume",
+    ("cli", "set_memory_policy"): "the CLI sets its process's policy (--context-window-"
+                                  "depth), not a conversation's",
+    ("cli", "memory_cooldown"): "no CLI command reports memory (its writes are checked)",
+    ("acp", "set_memory_policy"): "ACP has no memory calls",
+    ("acp", "inject_memory"): "ACP has no memory calls",
+    ("acp", "memory_cooldown"): "ACP has no memory calls",
+    ("acp", "append"): "an ACP host's messages go through the agent's prompts",
+    ("acp", "clear"): "ACP has no clear",
 }
 
 
@@ -132,6 +140,8 @@ def test_rule_holds_on_surface(rule: Rule, surface: str, backend: Backend) -> No
     s = make(surface, backend)
     try:
         rule.check(Declared(s), backend.observer)
+    except NotHere as gap:  # declared (Declared checked it): nothing here to hold
+        pytest.skip(f"{surface} cannot: {gap}")
     finally:
         s.close()
 

@@ -910,7 +910,9 @@ export interface components {
         /**
          * MemoryState
          * @description The memory blocks the agent has now (oldest first), and {memory id: turns left}
-         *         for the ids a host must not inject yet.
+         *         for the ids a host must not inject yet, computed with `context_window_depth`: the
+         *         depth in force, the one an injection enforces (the conversation's pinned policy,
+         *         else the server's).
          */
         MemoryState: {
             live: components["schemas"]["MemoryBlock"][];
