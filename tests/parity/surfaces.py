@@ -424,6 +424,11 @@ CLI_KINDS = [  # how the CLI's one-line errors say what was refused
 ]
 
 
+CLI_TYPES = {"ArchivedConversation": "archived", "UnknownConversation": "unknown",
+             "MemoryCooling": "cooling", "ConversationForgotten": "forgotten",
+             "InvalidInput": "invalid", "SystemMessageRejected": "invalid"}
+
+
 class CLI(Surface):
     """The `convlog` command, one process per operation."""
 
@@ -441,6 +446,12 @@ class CLI(Surface):
         if done.returncode == 0:
             return done.stdout.decode()
         line = done.stderr.decode().strip().splitlines()[-1] if done.stderr else ""
+        if done.returncode == 1 and line.startswith("{"):  # --json: the error's type
+            error = json.loads(line)["error"]
+            kind = CLI_TYPES.get(error["type"])
+            assert kind is not None, (args, line)
+            raise Refused(kind, leaf(error.get("field")) or (
+                "key" if kind != "invalid" else None), error["message"])
         assert done.returncode == 1 and line.startswith("convlog: error: "), (
             args, done.returncode, done.stderr.decode())
         text = line.removeprefix("convlog: error: ")
