@@ -228,6 +228,10 @@ class TitleChanged(Event, tag="title_changed", frozen=True):
     """A new title for the conversation, e.g. the agent's ACP `session_info_update`."""
 
     title: str
+    update: dict[str, Any] | None = None
+    """The agent's own ACP `session_info_update` as it sent it, when it came outside a
+    prompt turn (one inside a turn is kept with the turn's message): `session/load`
+    replays it as it came."""
 
 
 class ContextWindowReported(Event, tag="context_window_reported", frozen=True):
@@ -240,6 +244,10 @@ class ContextWindowReported(Event, tag="context_window_reported", frozen=True):
     message_id: str | None = None
     """The turn's assistant message, when the turn recorded one."""
     native_session_id: str | None = None
+    update: dict[str, Any] | None = None
+    """The agent's own ACP `usage_update` as it sent it (with its cost), when it came
+    outside a prompt turn (one inside a turn is kept with the turn's message):
+    `session/load` replays it as it came."""
 
 
 class MemoryPolicySet(Event, tag="memory_policy_set", frozen=True):

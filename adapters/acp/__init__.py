@@ -7,6 +7,8 @@ Needs the optional extra: ``pip install 'convlog[acp]'`` (the
     wire.py        hardened newline-delimited JSON-RPC frames (the SDK's Transport seam)
     downstream.py  the real agent: its process and the SDK connection to it
     turns.py       one prompt turn assembled from streamed updates into two messages
+    native.py      the updates of a turn kept as the agent sent them (the messages' `raw`)
+    queue.py       one prompt turn at a time per session, in the order they came
     replay.py      a stored conversation as `session/update` notifications
     catalog.py     capabilities added to initialize, agent names, session/list
     sessions.py    client ids <-> conversations <-> agent sessions; tiered attach

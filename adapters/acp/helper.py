@@ -97,7 +97,7 @@ class AgentSessions:
         key = key_of(session_id)
         if not await self.log.exists(key):
             raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
-        for update in replay_updates(await self.log.messages(key)):
+        for update in replay_updates([r.event for r in await self.log.events(key)]):
             await client.session_update(session_id=session_id, update=_update_model(update))
         tiers = []
         if native_resume is not None:

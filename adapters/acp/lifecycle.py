@@ -16,7 +16,10 @@ Served by the proxy for agents that lack them, recorded for every agent:
 - `session_info_update` with a title: `title_changed`, so the catalog, `sessions` and
   `session/list` show the agent's title.
 - `usage_update`'s `used`/`size`: one `context_window_reported` per turn (the last
-  one the agent sent during the turn), naming the turn's assistant message.
+  one the agent sent during the turn), naming the turn's assistant message; one sent
+  outside a turn is recorded when it comes.
+- Either, sent outside a prompt turn, keeps the agent's payload (`update`) for
+  `session/load` to replay as it came.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from convlog.acp.catalog import current_model
 from convlog.acp.sessions import Session, key_of
+from convlog.acp.turns import window_of
 from convlog.domain.conversation import RecordFact
 from convlog.domain.events import (
     AgentSessionClosed,
@@ -135,12 +139,28 @@ async def fork_session(proxy: Proxy, params: Any) -> Any:
     return {**result, "sessionId": session.id}
 
 
-async def session_facts(proxy: Proxy, session: Session, update: Any) -> None:
-    """What an agent's `session/update` says about the session itself: its title."""
-    if isinstance(update, dict) and update.get("sessionUpdate") == "session_info_update":
+def session_facts(proxy: Proxy, session: Session, update: Any) -> None:
+    """What an agent's `session/update` says about the session itself: its title, and
+    outside a prompt turn its usage. One that came outside a turn is kept as the agent
+    sent it (`update`), for `session/load` to replay (inside a turn, the turn's
+    message keeps it). Written without holding the update back from the host."""
+    if not isinstance(update, dict):
+        return
+    kind, at = update.get("sessionUpdate"), datetime.now(UTC)
+    native = update if session.turn is None else None
+    event: Fact | None = None
+    if kind == "session_info_update":
         title = update.get("title")
         if isinstance(title, str) and title.strip():
-            await record(proxy, session.key, TitleChanged(at=datetime.now(UTC), title=title))
+            event = TitleChanged(at=at, title=title, update=native)
+    elif kind == "usage_update" and native is not None:
+        window = window_of(update)
+        if window is not None:
+            event = ContextWindowReported(at=at, used=window[0], size=window[1],
+                                          update=native, native_session_id=session.native_id)
+    if event is not None:
+        proxy.recorder.fact_soon(session.key, asyncio.to_thread(
+            proxy.log.sync.execute, session.key, [RecordFact(event=event)]))
 
 
 def window_of_turn(session: Session, window: tuple[int, int] | None,

@@ -31,6 +31,7 @@ from convlog.acp import lifecycle
 from convlog.acp.catalog import advertise, command_name, current_model, list_page
 from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited, Downstream
 from convlog.acp.preamble import DEFAULT_MODE, fingerprint, split
+from convlog.acp.queue import TurnQueue
 from convlog.acp.recorder import Recorder
 from convlog.acp.replay import replay_updates
 from convlog.acp.sessions import Session, Sessions, key_of
@@ -110,6 +111,7 @@ class Proxy:
         self.preamble = preamble
         self.client_info: dict[str, Any] = {}
         self.client: Any = None  # the SDK Connection to the client
+        self._one_turn = TurnQueue()
         self.agent.on_exit = lambda code: self.sessions.detach_all()
 
     # ------------------------------------------------------------ client -> agent
@@ -196,8 +198,8 @@ class Proxy:
     async def load_session(self, params: Any) -> Any:
         _check("LoadSessionRequest", params)
         session, answer = await self._reattach(params)
-        messages = await self.log.messages(session.key)
-        for update in replay_updates(messages):
+        events = [r.event for r in await self.log.events(session.key)]
+        for update in replay_updates(events):
             await self.client.send_notification("session/update",
                                                 {"sessionId": session.id, "update": update})
         return answer
@@ -243,9 +245,16 @@ class Proxy:
         return await list_page(self.log, self.agent_name, params)
 
     async def prompt(self, params: Any) -> Any:
+        """One prompt turn. ACP allows one turn at a time per session; a host that
+        sends a second prompt before the first is answered gets it run after the
+        first, in the order they came, each recorded as its own turn (issue 43)."""
+        _check_prompt(params)
+        async with self._one_turn.at_a_time(params["sessionId"]):
+            return await self._prompt(params)
+
+    async def _prompt(self, params: dict[str, Any]) -> Any:
         from acp import RequestError
 
-        _check_prompt(params)
         session = self.sessions.by_id.get(params["sessionId"])
         if session is None and await self.log.exists(key_of(params["sessionId"])):
             # a client that prompts a known session without loading it first (the proxy
@@ -255,8 +264,6 @@ class Proxy:
                                                "cwd": info.workspace or "/"})
         if session is None:
             return await self._ask("session/prompt", params)  # not ours: passed through
-        if session.turn is not None:  # ACP allows one prompt at a time: the agent decides
-            return await self._forward("session/prompt", params)
         if not self.sessions.attached(session):
             await self.sessions.attach(session)
         preamble, user = (split(list(params["prompt"]), self.preamble) if session.opened
@@ -313,7 +320,7 @@ class Proxy:
                     total = session.turn.add(params.get("update"), session.cost_base)
                     if total is not None:
                         session.cost_base = total
-                await lifecycle.session_facts(self, session, params.get("update"))
+                lifecycle.session_facts(self, session, params.get("update"))
         if is_notification:
             with contextlib.suppress(ConnectionError):  # the client is gone: the turn
                 await self.client.send_notification(method, params)  # is still recorded

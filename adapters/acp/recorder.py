@@ -10,6 +10,7 @@ the user's conversation is worth more than its record.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +25,7 @@ log = logging.getLogger("convlog.acp")
 class Recorder:
     def __init__(self, log: convlog.AsyncConversationLog):
         self.log = log
-        self._writes: set[asyncio.Task[Any]] = set()
+        self._writes: set[asyncio.Future[Any]] = set()
         self.failures = 0
 
     async def start(self, key: str, *, agent: str | None, cwd: str,
@@ -56,18 +57,29 @@ class Recorder:
         """One fact about a session (a close, a title...), written like a turn."""
         await self._write(write, key)
 
-    async def _write(self, write: Any, key: str) -> None:
-        task = asyncio.ensure_future(write)
+    def fact_soon(self, key: str, write: Any) -> None:
+        """A fact written without waiting for it (the agent's update that reported it
+        goes on to the host at once); `drain` still waits for it."""
+        self._started(write, key)
+
+    def _started(self, write: Any, key: str) -> asyncio.Future[Any]:
+        task: asyncio.Future[Any] = asyncio.ensure_future(write)
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
-        try:
+        task.add_done_callback(lambda done: self._report(done, key))
+        return task
+
+    def _report(self, task: asyncio.Future[Any], key: str) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        self.failures += 1
+        log.error("could not record to the log (%s): %s: %s", key, type(exc).__name__, exc)
+
+    async def _write(self, write: Any, key: str) -> None:
+        task = self._started(write, key)
+        with contextlib.suppress(Exception):  # reported by `_report`
             await asyncio.shield(task)  # a cancelled handler does not cancel the write
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self.failures += 1
-            log.error("could not record to the log (%s): %s: %s", key,
-                      type(exc).__name__, exc)
 
     async def drain(self) -> None:
         """Wait for every write started so far."""

@@ -16,14 +16,29 @@ read. Each PART is one pairing item: the proxy records a whole turn, calls and r
 together, as one assistant message. And an id an agent used again for a later call
 (many count "t0", "t1"... per process) is replayed as ``<id>~2``, ``<id>~3``: each
 call is its own, with its own result.
+
+A turn the proxy recorded since issue 41 keeps the updates the agent sent as it sent
+them (convlog.acp.native); they are replayed as they are, text chunks of one message
+joined, and paired within their turn: a call that got no final status (`completed`,
+`failed`) in its turn gets the failed update above, at the turn's end; an update for
+a call never made is left out. Of the updates an agent sends, the conversation is
+replayed (message and thought chunks, tool calls and their updates, plans, usage,
+session info); the agent session's own state (`available_commands_update`,
+`current_mode_update`, `config_option_update`, kinds this version does not know) stays
+in the log and is not replayed: the agent session the host is attached to now reports
+its own. A title or usage the agent sent outside a turn is replayed at its place in
+the log, and when the conversation's title was set otherwise (or not replayed), one
+`session_info_update` with it ends the replay. Each repair carries
+``_meta: {"convlog/repair": {"kind": "synthesized", "cause": ...}}``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from convlog.acp.native import native_updates
 from convlog.domain.content import (
     ImagePart,
     TextPart,
@@ -31,9 +46,24 @@ from convlog.domain.content import (
     ToolResultPart,
     ToolUsePart,
 )
-from convlog.domain.events import MessageAppended
+from convlog.domain.events import (
+    ContextWindowReported,
+    ConversationStarted,
+    Event,
+    MessageAppended,
+    TitleChanged,
+)
 from convlog.projections.pair_causes import CANCELLED_MARK
-from convlog.projections.pairing import Cause, Keep, Tools, pair
+from convlog.projections.pairing import Cause, Keep, Tools, lost_text, pair
+
+REPLAYED = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk",
+                      "tool_call", "tool_call_update", "plan", "usage_update",
+                      "session_info_update"})
+"""The kinds of update that are the conversation (the rest is the agent session's state)."""
+TOOL_UPDATES = ("tool_call", "tool_call_update")
+FINAL = ("completed", "failed")
+REPAIR_META = "convlog/repair"
+"""The `_meta` key that marks an update convlog made up (the pairing rule's repair)."""
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -53,7 +83,7 @@ class _Piece(NamedTuple):
 
     tools: Tools
     kind: str
-    """user / agent / thought (text), call (`text` is its name), result / error / lost."""
+    """user / agent / thought (text), call (`text` is its name), result / error."""
     text: str
     call_id: str = ""
     arguments: str = ""
@@ -154,9 +184,8 @@ def _pieces(message: MessageAppended, ids: _Ids) -> Iterator[_Piece]:
                      call_id, call.arguments)
 
 
-def replay_updates(messages: Sequence[MessageAppended]) -> Iterator[dict[str, Any]]:
-    """Every update of a conversation, in order, tool calls and results in pairs."""
-    ids = _Ids()
+def _rendered(messages: Sequence[MessageAppended], ids: _Ids) -> Iterator[dict[str, Any]]:
+    """Messages recorded without the agent's own updates, rendered and paired."""
     pieces: list[_Piece] = []
     causes: dict[str, Cause] = {}
     for message in messages:
@@ -171,4 +200,87 @@ def replay_updates(messages: Sequence[MessageAppended]) -> Iterator[dict[str, An
         if isinstance(step, Keep):
             yield _show(pieces[step.index])  # `drop` is empty: no piece mixes
         else:  # a call whose result is lost: a failed update saying why
-            yield _show(_Piece(_NEUTRAL, "lost", step.text, step.call_id))
+            yield lost_update(step.call_id, step.name, step.cause)
+
+
+def lost_update(call_id: str, name: str, cause: Cause) -> dict[str, Any]:
+    """The pairing rule's repair for a call whose result is lost, marked as such."""
+    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed",
+            "content": [{"type": "content",
+                         "content": {"type": "text", "text": lost_text(cause, name)}}],
+            "_meta": {REPAIR_META: {"kind": "synthesized", "cause": cause}}}
+
+
+def _native_turn(message: MessageAppended, updates: Sequence[dict[str, Any]],
+                 ids: _Ids) -> Iterator[dict[str, Any]]:
+    """A message's own updates, as the agent sent them, tool calls paired in the turn."""
+    cause: Cause = (end_cause(message) if message.role == "assistant" else None) \
+        or "process_died"
+    mine: dict[str, str] = {}  # this turn's call ids -> their replay ids
+    names: dict[str, str] = {}  # the turn's calls without a final status -> their titles
+    done: set[str] = set()
+    for update in updates:
+        kind = update.get("sessionUpdate")
+        if kind not in REPLAYED:
+            continue
+        if kind in TOOL_UPDATES:
+            call_id = update.get("toolCallId")
+            if not isinstance(call_id, str):
+                continue
+            replay_id = mine.get(call_id)
+            if replay_id is None:
+                if kind == "tool_call":
+                    replay_id = ids.call(call_id)
+                elif call_id in ids.latest:  # a call of an earlier turn, finishing now
+                    replay_id = ids.latest[call_id]
+                else:
+                    continue  # an update for a call never made: left out
+                mine[call_id] = replay_id
+            title = update.get("title")
+            if kind == "tool_call" and replay_id not in done:
+                names.setdefault(replay_id, "")
+            if replay_id in names and isinstance(title, str):
+                names[replay_id] = title
+            if update.get("status") in FINAL:
+                names.pop(replay_id, None)
+                done.add(replay_id)
+            if replay_id != call_id:
+                update = {**update, "toolCallId": replay_id}
+        yield update
+    for replay_id, name in names.items():
+        yield lost_update(replay_id, name, cause)
+
+
+def replay_updates(events: Iterable[Event]) -> Iterator[dict[str, Any]]:
+    """Every update of a conversation, in order, tool calls and results in pairs.
+    `events`: the conversation's events (its messages are enough for a log that
+    holds no title or usage the agent reported outside a turn)."""
+    ids = _Ids()
+    held: list[MessageAppended] = []  # messages without updates of their own
+    title: str | None = None
+    shown: str | None = None
+    for event in events:
+        kept: Sequence[dict[str, Any]] | None = None
+        if isinstance(event, MessageAppended):
+            kept = native_updates(event.raw)
+            if kept is None:
+                held.append(event)
+                continue
+        elif isinstance(event, ConversationStarted | TitleChanged):
+            title = event.title
+        if isinstance(event, TitleChanged | ContextWindowReported) and event.update:
+            kept = [event.update]
+        if kept is None:
+            continue
+        yield from _rendered(held, ids)
+        held = []
+        updates = _native_turn(event, kept, ids) if isinstance(event, MessageAppended) \
+            else iter(kept)
+        for update in updates:
+            if update.get("sessionUpdate") == "session_info_update" \
+                    and isinstance(update.get("title"), str):
+                shown = update["title"]
+            yield update
+    yield from _rendered(held, ids)
+    if title and title != shown:  # set by the host, or outside what was replayed
+        yield {"sessionUpdate": "session_info_update", "title": title}

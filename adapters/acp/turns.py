@@ -26,6 +26,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import convlog
+from convlog.acp.native import KEY, Kept, prompt_updates
 from convlog.domain.content import AnyPart, Content
 
 MAX_TOOL_TEXT = 20_000
@@ -137,12 +138,15 @@ class Turn:
     window: tuple[int, int] | None = None
     """The last context window (`used`, `size` tokens) a `usage_update` reported."""
     closed: bool = False
+    kept: Kept = field(default_factory=Kept)
+    """Every update of the turn as the agent sent it (convlog.acp.native)."""
 
     def add(self, update: Any, cost_base: Decimal | None) -> Decimal | None:
         """Take one `session/update` payload; returns the session's cumulative USD cost
         when it was a `usage_update` with one (the proxy keeps it per session)."""
         if not isinstance(update, dict) or self.closed:
             return None
+        self.kept.add(update)
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":
             for part in block_parts(update.get("content")):
@@ -160,10 +164,7 @@ class Turn:
                     self._pieces.append(tool)
                 tool.update(update)
         elif kind == "usage_update":
-            used, size = update.get("used"), update.get("size")
-            if isinstance(used, int) and isinstance(size, int) and not isinstance(
-                    used, bool) and not isinstance(size, bool) and used >= 0 and size >= 0:
-                self.window = (used, size)
+            self.window = window_of(update) or self.window
             return self._usage(update.get("cost"), cost_base)
         return None
 
@@ -211,15 +212,27 @@ class Turn:
         user_content: Content = (
             user_parts[0].text if len(user_parts) == 1
             and isinstance(user_parts[0], convlog.TextPart) else user_parts)
-        messages = [convlog.user(user_content or "", id=f"{self.id}:user")]
+        said = prompt_updates(self.prompt)
+        if not parts:  # no assistant message: the user's keeps what the agent sent
+            said.extend(self.kept.raw()[KEY])
+        messages = [convlog.user(user_content or "", id=f"{self.id}:user", raw={KEY: said})]
         if parts:
             content: Content = (
                 parts[0].text if len(parts) == 1 and isinstance(parts[0], convlog.TextPart)
                 else parts)
             messages.append(convlog.assistant(
                 content, id=f"{self.id}:agent", agent=self.agent, model=self.model,
-                usage=prompt_usage(usage), cost_usd=self.cost_usd))
+                usage=prompt_usage(usage), cost_usd=self.cost_usd, raw=self.kept.raw()))
         return messages
+
+
+def window_of(update: dict[str, Any]) -> tuple[int, int] | None:
+    """A `usage_update`'s context window (`used`, `size` tokens), when well formed."""
+    used, size = update.get("used"), update.get("size")
+    if isinstance(used, int) and isinstance(size, int) and not isinstance(used, bool) \
+            and not isinstance(size, bool) and used >= 0 and size >= 0:
+        return used, size
+    return None
 
 
 def prompt_usage(usage: Any) -> convlog.Usage | None:

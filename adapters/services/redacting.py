@@ -1,17 +1,22 @@
 """The `redact=` hook of `convlog.open`: applied to what a message says before any of
 it is stored (text, thinking, tool arguments, tool results), never after.
 
+The hook reaches the payload a surface keeps beside the message too (`raw`: an ACP
+turn's updates, an SDK's own item): every string in it passes the hook.
+
 The hook is any ``str -> str`` function (`convlog.redact_secrets` is the built-in
 one). Tool arguments must stay JSON: a hook that breaks them is refused with the
 field named, rather than storing arguments no agent could replay. Besides messages,
 every other text a write stores from outside convlog passes the hook too: memory
-blocks, summaries (the host's summarizer wrote them), injected history and the error
-text of a failed resume tier (`redact_command`; the writer applies it to every command).
+blocks, summaries (the host's summarizer wrote them), injected history, a title (and
+the agent's own payload kept with a title or a context window) and the error text of
+a failed resume tier (`redact_command`; the writer applies it to every command).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -26,7 +31,13 @@ from convlog.domain.content import (
 )
 from convlog.domain.conversation import AppendMessages, Command, RecordFact
 from convlog.domain.errors import InvalidInput
-from convlog.domain.events import HistoryInjected, ResumeFailed, SummaryRecorded
+from convlog.domain.events import (
+    ContextWindowReported,
+    HistoryInjected,
+    ResumeFailed,
+    SummaryRecorded,
+    TitleChanged,
+)
 from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
 
@@ -74,7 +85,20 @@ def redact_message(redact: Redactor, message: Message) -> Message:
     calls = [ToolCall(id=c.id, name=c.name,
                       arguments=_arguments(redact, c.arguments, f"tool_calls[{i}].arguments"))
              for i, c in enumerate(message.tool_calls)]
-    return msgspec.structs.replace(message, content=content, tool_calls=calls)
+    raw = _json(redact, message.raw, "raw") if message.raw is not None else None
+    return msgspec.structs.replace(message, content=content, tool_calls=calls, raw=raw)
+
+
+def _json(redact: Redactor, value: Any, field: str) -> Any:
+    """A JSON value (a surface's own payload, `raw`) with the hook applied to every
+    string in it; keys, numbers and the shape are kept."""
+    if isinstance(value, str):
+        return _apply(redact, value, field)
+    if isinstance(value, list):
+        return [_json(redact, v, f"{field}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _json(redact, v, f"{field}.{k}") for k, v in value.items()}
+    return value
 
 
 def redact_command(redact: Redactor, command: Command) -> Command:
@@ -98,4 +122,11 @@ def redact_command(redact: Redactor, command: Command) -> Command:
             error = _apply(redact, event.error, "error")
             if error != event.error:
                 return RecordFact(event=msgspec.structs.replace(event, error=error))
+        elif isinstance(event, TitleChanged) and isinstance(event.title, str):
+            return RecordFact(event=msgspec.structs.replace(
+                event, title=_apply(redact, event.title, "title"),
+                update=_json(redact, event.update, "update")))
+        elif isinstance(event, ContextWindowReported) and event.update is not None:
+            return RecordFact(event=msgspec.structs.replace(
+                event, update=_json(redact, event.update, "update")))
     return command

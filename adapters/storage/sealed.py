@@ -61,8 +61,8 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "user_forgotten": frozenset(),  # who asked and when, never what
     "agent_session_closed": frozenset(),
     "conversation_deleted": frozenset({"reason"}),
-    "title_changed": frozenset({"title"}),
-    "context_window_reported": frozenset(),
+    "title_changed": frozenset({"title", "update"}),
+    "context_window_reported": frozenset({"update"}),  # the agent's own payload (_meta)
     "memory_policy_set": frozenset(),
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }

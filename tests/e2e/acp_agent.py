@@ -18,7 +18,10 @@ containing "slow" waits until it is cancelled; "mid-tool" first starts a second 
 cancelled with a tool call in flight; "garbage" first writes a line that is
 not JSON to stdout (a hostile agent); "title: X" names the session X
 (`session_info_update`). Its `usage_update` says 100 tokens of a 1000-token window
-are used per prompt so far.
+are used per prompt so far. "edit" adds what an editor shows of a tool call: a call
+with its `kind`, `rawInput` and `locations`, progress, agent text streamed in chunks
+between, and a final update with a `diff` content block, text, `rawOutput` and
+`locations` (issue 41); "twice" sends the reply in two chunks of one `messageId`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ from acp import (
     RequestError,
     run_agent,
     start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
     update_agent_message_text,
     update_agent_thought_text,
     update_tool_call,
@@ -49,6 +55,7 @@ from acp import (
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
+    AgentMessageChunk,
     Cost,
     Implementation,
     PermissionOption,
@@ -56,6 +63,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionInfoUpdate,
     SessionResumeCapabilities,
+    ToolCallLocation,
     ToolCallUpdate,
     UsageUpdate,
 )
@@ -121,6 +129,22 @@ class TestAgent:
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"echo": method, "params": params}
 
+    async def _edit(self, session_id: str, call_id: str) -> None:
+        """A file edit as an editor shows it: kind, input, where, a reviewable diff."""
+        send, path = self.conn.session_update, "/work/project/a.py"
+        where = [ToolCallLocation(path=path, line=3)]
+        await send(session_id, start_tool_call(
+            call_id, "Edit a.py", kind="edit", status="pending", locations=where,
+            raw_input={"path": path, "old": "x = 1", "new": "x = 2"}))
+        await send(session_id, update_agent_message_text("Editing "))
+        await send(session_id, update_tool_call(call_id, status="in_progress"))
+        await send(session_id, update_agent_message_text("a.py"))
+        await send(session_id, update_agent_message_text(" now."))
+        await send(session_id, update_tool_call(
+            call_id, status="completed", locations=where, raw_output={"tempC": 21, "sky": "clear"},
+            content=[tool_diff_content(path, "x = 2\n", "x = 1\n"),
+                     tool_content(text_block("edited a.py"))]))
+
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         texts = [getattr(b, "text", "") for b in prompt]
         with self.trace.open("a") as f:
@@ -144,6 +168,8 @@ class TestAgent:
                 options=[PermissionOption(option_id="ok", name="Allow", kind="allow_once")])
             await send(session_id, update_agent_message_text(
                 f"permission: {answer.outcome.outcome}/{getattr(answer.outcome, 'option_id', '')}"))
+        if "edit" in text:
+            await self._edit(session_id, f"e{len(memory)}")
         if "garbage" in text:
             sys.stdout.buffer.write(b"this is {not json\n")
             sys.stdout.buffer.flush()
@@ -161,9 +187,16 @@ class TestAgent:
             self.cancelled.discard(session_id)
             return PromptResponse(stop_reason="cancelled")
         injected = [t for t in texts[:-1] if "conversation_history" in t]
-        await send(session_id, update_agent_message_text(
-            f"you said {text!r}; I remember {len(memory)} earlier prompts"
-            + ("; and I was given the history" if injected else "")))
+        reply = (f"you said {text!r}; I remember {len(memory)} earlier prompts"
+                 + ("; and I was given the history" if injected else ""))
+        if "twice" in text:  # one message in two chunks, named by its messageId
+            half = len(reply) // 2
+            for piece in (reply[:half], reply[half:]):
+                await send(session_id, AgentMessageChunk(
+                    session_update="agent_message_chunk", content=text_block(piece),
+                    message_id=f"m-{session_id}-{len(memory)}"))
+        else:
+            await send(session_id, update_agent_message_text(reply))
         if text.startswith("title: "):  # the agent names the session
             await send(session_id, SessionInfoUpdate(session_update="session_info_update",
                                                      title=text.removeprefix("title: ")))

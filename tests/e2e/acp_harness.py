@@ -61,3 +61,54 @@ class RecordingClient:
 
 
 CLIENT_INFO = Implementation(name="e2e-client", version="2.5")
+
+
+CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
+
+
+def _joinable(last: dict[str, Any], update: dict[str, Any]) -> bool:
+    """Two text chunks of one message that differ in their text only."""
+    if update["sessionUpdate"] not in CHUNKS or last["sessionUpdate"] != update["sessionUpdate"]:
+        return False
+    a, b = last.get("content"), update.get("content")
+    if not (isinstance(a, dict) and isinstance(b, dict)
+            and a.get("type") == b.get("type") == "text"):
+        return False
+    return ({k: v for k, v in last.items() if k != "content"}
+            == {k: v for k, v in update.items() if k != "content"}
+            and {k: v for k, v in a.items() if k != "text"}
+            == {k: v for k, v in b.items() if k != "text"})
+
+
+def coalesced(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`session/update` payloads as the ACP round-trip rule compares them (docs/acp.md):
+    consecutive text chunks of one kind and one message, differing only in their
+    text, are one chunk. Written here independently of the proxy's own code."""
+    out: list[dict[str, Any]] = []
+    for update in updates:
+        if out and _joinable(out[-1], update):
+            last = out[-1]
+            out[-1] = {**last, "content": {**last["content"],
+                                           "text": last["content"]["text"]
+                                           + update["content"]["text"]}}
+        else:
+            out.append(update)
+    return out
+
+
+def unpaired(updates: list[dict[str, Any]]) -> list[str]:
+    """What breaks ACP's pairing in a replay: a `tool_call` that never gets a final
+    update (`completed`/`failed`) after it, or a final update with no call before it.
+    (ACP lets the agent talk while a tool runs: text between the two is fine.)"""
+    problems, open_calls = [], set()
+    for i, update in enumerate(updates):
+        if update.get("sessionUpdate") == "tool_call":
+            open_calls.add(update["toolCallId"])
+        if update.get("sessionUpdate") in ("tool_call", "tool_call_update") \
+                and update.get("status") in ("completed", "failed"):
+            if update["toolCallId"] not in open_calls:
+                problems.append(f"update {i}: a final update for {update['toolCallId']!r} "
+                                "with no call before it")
+            open_calls.discard(update["toolCallId"])
+    problems.extend(f"call {c!r} never finished" for c in sorted(open_calls))
+    return problems

@@ -4,9 +4,10 @@ Real processes, as in test_acp_proxy: the SDK's client -> `convlog acp` -> the S
 agent (tests/e2e/acp_agent.py). A turn ends with a tool call in flight, because the
 agent process dies ("crash mid-tool") or the client cancels it ("slow mid-tool"); a new
 proxy and a new agent process then serve `session/load`, and the updates the client
-gets are checked with convlog's own pairing checker: every `tool_call` is followed by
-a final `tool_call_update`, the lost one failed with a text that says why, and a
-stored tool result without its call is not replayed at all.
+gets are checked: every `tool_call` is followed, within its turn, by a final
+`tool_call_update` (ACP lets the agent talk while a tool runs), the lost one failed
+with a text that says why, and a stored tool result without its call is not replayed
+at all.
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ from typing import Any
 import pytest
 
 import convlog
-from convlog.projections.pairing import Tools, check_pairs
-from tests.e2e.acp_harness import RecordingClient, agent_command, env, proxy_command, trace
+from tests.e2e.acp_harness import (
+    RecordingClient,
+    agent_command,
+    env,
+    proxy_command,
+    trace,
+    unpaired,
+)
 
 acp = pytest.importorskip("acp")
 
@@ -29,17 +36,6 @@ FINAL = ("completed", "failed")
 
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-def as_tools(update: dict[str, Any]) -> Tools:
-    """A replayed update as the pairing checker sees it: a call, a final result, text
-    (ends an exchange), or neutral (thoughts, progress without a final status)."""
-    kind = update["sessionUpdate"]
-    if kind == "tool_call":
-        return Tools(calls=((update["toolCallId"], update.get("title", "")),), other=False)
-    if kind == "tool_call_update" and update.get("status") in FINAL:
-        return Tools(results=(update["toolCallId"],), other=False)
-    return Tools(other=kind in ("user_message_chunk", "agent_message_chunk"))
 
 
 def lost_updates(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -101,7 +97,7 @@ def test_a_tool_call_cut_off_mid_flight_is_replayed_failed_with_why(
     client = RecordingClient()
     run(load(client, db, tmp_path, session_id))
     replayed = [u for _, u in client.updates]
-    assert check_pairs([as_tools(u) for u in replayed]) == []
+    assert unpaired(replayed) == []  # the turns' own updates, paired within each turn
     calls = [u["toolCallId"] for u in replayed if u["sessionUpdate"] == "tool_call"]
     assert calls == ["t0", "t1", "f1"]
     for call in calls:  # every call gets a final update, after it
@@ -114,11 +110,12 @@ def test_a_tool_call_cut_off_mid_flight_is_replayed_failed_with_why(
     assert "result of tool fetch was lost" in text and why in text
     assert "ghost" not in {u.get("toolCallId") for u in replayed}  # left out
     assert "stray output" not in str(replayed)
-    # the user still sees how the turn ended, after the lost result
-    texts = [u["content"]["text"] for u in replayed if u["sessionUpdate"] ==
-             "agent_message_chunk"]
-    assert texts[-1].startswith("[turn cut off" if how == "crash" else "[turn cancelled]")
-    assert replayed.index(lost) < len(replayed) - 1
+    # the repair ends the cut turn (the last one replayed), marked as convlog's; the
+    # record's end marker ("[turn cancelled]") is not replayed: the host never saw it
+    assert replayed[-1] == lost
+    assert lost["_meta"]["convlog/repair"]["kind"] == "synthesized"
+    assert not any(u["content"]["text"].startswith("[turn ") for u in replayed
+                   if u["sessionUpdate"] == "agent_message_chunk")
     with convlog.open(db) as log:  # replaying changed nothing in the log; the prompt
         assert log.messages(f"acp:{session_id}")[:5] == stored  # after it added its turn
     # the new agent process got the history with the same repair, once
@@ -162,7 +159,7 @@ def test_agent_sessions_load_replays_a_cancelled_tool_call_as_failed(tmp_path: P
     run(cancelled_turn(session_id))
     run(load(session_id))
     replayed = [u for _, u in client.updates]
-    assert check_pairs([as_tools(u) for u in replayed]) == []
+    assert unpaired(replayed) == []
     lost, = lost_updates(replayed)
     assert (lost["toolCallId"], lost["status"]) == ("s1", "failed")
     assert "the turn was cancelled" in lost["content"][0]["content"]["text"]

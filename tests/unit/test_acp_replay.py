@@ -9,7 +9,9 @@ out. The log's messages are read, never changed.
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,3 +145,119 @@ def test_replay_reads_the_messages_and_changes_none() -> None:
     before = [m for m in stored]
     list(replay_updates(stored))
     assert stored == before and stored[1].content == [use("b")]
+
+
+# ---------------------------------------------------------------- native updates (issue 41)
+
+GOLDEN = Path(__file__).parent.parent / "golden" / "acp"
+EDIT_CALL = {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Edit a.py",
+             "kind": "edit", "status": "pending", "rawInput": {"path": "/p/a.py"},
+             "locations": [{"path": "/p/a.py", "line": 3}]}
+EDIT_DONE = {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+             "content": [{"type": "diff", "path": "/p/a.py", "oldText": "x = 1\n",
+                          "newText": "x = 2\n"}],
+             "rawOutput": {"ok": True}, "locations": [{"path": "/p/a.py", "line": 3}]}
+USAGE = {"sessionUpdate": "usage_update", "used": 100, "size": 1000,
+         "cost": {"amount": 0.01, "currency": "USD"}}
+
+
+def valid_in_turn(updates: list[dict[str, Any]]) -> None:
+    """Schema-valid, and paired as ACP pairs: each `tool_call` gets a final update
+    later (the agent may talk in between), each final update follows its call."""
+    import acp.schema
+
+    open_calls: set[str] = set()
+    for update in updates:
+        acp.schema.SessionNotification.model_validate({"sessionId": "s", "update": update})
+        if update["sessionUpdate"] == "tool_call":
+            open_calls.add(update["toolCallId"])
+        elif update.get("status") in ("completed", "failed"):
+            assert update["toolCallId"] in open_calls, update
+            open_calls.discard(update["toolCallId"])
+    assert not open_calls
+
+
+def said(text: str, kind: str = "agent_message_chunk", **extra: Any) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}, **extra}
+
+
+def native_turn(turn: str, updates: list[dict[str, Any]], prompt: str = "edit it",
+                end: str = "") -> list[MessageAppended]:
+    """A turn as the proxy records it (convlog.acp.turns), keeping the updates."""
+    from convlog.acp.turns import Turn
+
+    t = Turn(prompt=[{"type": "text", "text": prompt}], id=turn)
+    for update in updates:
+        t.add(update, None)
+    messages = t.close(end or "end_turn")
+    assert messages is not None
+    return [msg(m.id, m.role, m.content, raw=m.raw) for m in messages]
+
+
+def test_a_turn_is_replayed_as_the_agent_sent_it_text_chunks_of_a_message_joined() -> None:
+    updates = [said("hm", "agent_thought_chunk"), EDIT_CALL, said("Edit", messageId="m1"),
+               said("ing", messageId="m1"), {**EDIT_CALL, "sessionUpdate": "tool_call_update",
+                                              "status": "in_progress"},
+               said(" now", messageId="m2"), EDIT_DONE, USAGE,
+               {"sessionUpdate": "session_info_update", "title": "Edits"},
+               {"sessionUpdate": "available_commands_update", "availableCommands": []}]
+    replayed = list(replay_updates(native_turn("t1", updates)))
+    assert replayed == [said("edit it", "user_message_chunk"), *updates[:2],
+                        said("Editing", messageId="m1"), *updates[4:9],
+                        # the agent session's own state is not replayed; the title ends it
+                        ]
+    valid_in_turn(replayed)
+
+
+def test_a_call_left_open_in_its_turn_gets_a_marked_failed_update_at_the_turns_end() -> None:
+    messages = native_turn("t1", [EDIT_CALL, said("working")], end="cancelled")
+    replayed = list(replay_updates(messages))
+    lost = replayed[-1]
+    assert lost["toolCallId"] == "c1" and lost["status"] == "failed"
+    assert text_of(lost) == lost_text("cancelled", "Edit a.py")
+    assert lost["_meta"] == {"convlog/repair": {"kind": "synthesized", "cause": "cancelled"}}
+    # an update for a call never made is left out; a reused id is its own call
+    later = native_turn("t2", [{**EDIT_DONE, "toolCallId": "zz"}, EDIT_CALL, EDIT_DONE])
+    replayed = list(replay_updates([*messages, *later]))
+    assert [u.get("toolCallId") for u in replayed if "toolCallId" in u] == [
+        "c1", "c1", "c1~2", "c1~2"]
+    valid_in_turn(replayed)
+
+
+def test_titles_and_usage_sent_outside_a_turn_replay_in_place_and_the_title_ends_it() -> None:
+    from convlog.domain.events import ContextWindowReported, TitleChanged
+
+    turn = native_turn("t1", [said("hi")])
+    named = {"sessionUpdate": "session_info_update", "title": "Named"}
+    outside = [ContextWindowReported(at=AT, used=5, size=10, update=USAGE),
+               TitleChanged(at=AT, title="Named", update=named)]
+    assert list(replay_updates([*turn, *outside]))[-2:] == [USAGE, named]
+    renamed = TitleChanged(at=AT, title="Renamed by the host")  # no update: not the agent's
+    assert list(replay_updates([*turn, *outside, renamed]))[-1] == {
+        "sessionUpdate": "session_info_update", "title": "Renamed by the host"}
+
+
+def test_the_stored_acp_messages_golden_files_replay_as_pinned() -> None:
+    """The stored shape of an ACP turn (docs/events.md): `raw = {"acp": [update...]}`.
+    Regenerate with CONVLOG_UPDATE_GOLDEN=1 only for an intended format change."""
+    import os
+
+    import msgspec
+    from eventsourcing.persistence import StoredEvent
+
+    from convlog.storage.mapper import Envelope, MsgspecMapper
+
+    mapper, stream = MsgspecMapper(), uuid.UUID("00000000-0000-4000-8000-000000000001")
+    messages = native_turn("t1", [EDIT_CALL, said("Edit", messageId="m1"),
+                                  said("ed.", messageId="m1"), EDIT_DONE, USAGE])
+    for message in messages:
+        stored = mapper.to_stored_event(Envelope(stream, 1, message))
+        path = GOLDEN / f"{message.role}.json"
+        if os.environ.get("CONVLOG_UPDATE_GOLDEN"):
+            path.write_bytes(msgspec.json.format(stored.state, indent=2) + b"\n")
+        golden = mapper.to_domain_event(StoredEvent(stream, 1, stored.topic,
+                                                    path.read_bytes())).event
+        assert golden == message
+    assert list(replay_updates(messages)) == [
+        said("edit it", "user_message_chunk"), EDIT_CALL, said("Edited.", messageId="m1"),
+        EDIT_DONE, USAGE]

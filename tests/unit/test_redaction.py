@@ -7,6 +7,7 @@ not live credentials: they are made up for this test.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -124,3 +125,37 @@ def test_the_hook_runs_before_storage() -> None:
     with convlog.open("memory://", preload_tokenizer=False) as log:  # off by default
         log.conversation("k").append(convlog.user(f"my token is {secret}"))
         assert log.messages("k")[0].content == f"my token is {secret}"
+
+
+def test_the_hook_reaches_the_native_payload_kept_beside_the_message() -> None:
+    """A surface's own payload (`raw`: an ACP turn's updates, an SDK's item) holds the
+    same words as the message: every string in it passes the hook too (issue 41)."""
+    secret = SECRETS["github-token"][0]
+    with convlog.open("memory://", redact=convlog.redact_secrets,
+                      preload_tokenizer=False) as log:
+        log.conversation("k").append(convlog.assistant(f"TOKEN={secret}", raw={"acp": [
+            {"sessionUpdate": "tool_call_update", "toolCallId": "t", "rawOutput": {
+                "env": [f"GITHUB_TOKEN={secret}", 3, None, True]}}]}))
+        stored = b"".join(s.state for s in log.store.recorder.select_events(
+            conversation_id("k")))
+        assert secret.encode() not in stored
+        raw = log.messages("k")[0].raw
+        assert raw == {"acp": [{"sessionUpdate": "tool_call_update", "toolCallId": "t",
+                                "rawOutput": {"env": ["GITHUB_TOKEN=[REDACTED:github-token]",
+                                                      3, None, True]}}]}
+
+
+def test_the_hook_reaches_a_title_and_the_agents_payload_kept_with_it() -> None:
+    from convlog.domain.conversation import RecordFact
+    from convlog.domain.events import TitleChanged
+
+    secret = SECRETS["github-token"][0]
+    with convlog.open("memory://", redact=convlog.redact_secrets,
+                      preload_tokenizer=False) as log:
+        log.conversation("k")
+        log.execute("k", [RecordFact(event=TitleChanged(
+            at=datetime.now(UTC), title=f"about {secret}",
+            update={"sessionUpdate": "session_info_update", "title": f"about {secret}"}))])
+        stored = b"".join(s.state for s in log.store.recorder.select_events(
+            conversation_id("k")))
+        assert secret.encode() not in stored and b"[REDACTED:github-token]" in stored

@@ -115,3 +115,14 @@ def test_undecodable_stored_events_raise_a_typed_error(topic: str, state: bytes,
     assert str(STREAM) in str(info.value)
     assert topic in str(info.value)
     assert detail in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["title_changed", "context_window_reported"])
+def test_facts_written_before_they_kept_the_agents_update_read_without_one(name: str) -> None:
+    """Issue 41 added `update` (the ACP payload as the agent sent it) to these two;
+    rows written before have none and read back with None (tests/golden/before_41)."""
+    golden = (GOLDEN / "before_41" / f"{name}.json").read_bytes()
+    event = mapper.to_domain_event(StoredEvent(STREAM, 7, name, golden)).event
+    assert event.update is None
+    assert event == msgspec.structs.replace(
+        next(e for e in samples() if e.event_name() == name), update=None)
