@@ -35,7 +35,7 @@ PROMPTS = ["title: Weather desk", "edit the file, twice", "thanks"]
 
 
 def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 60))
+    return asyncio.run(asyncio.wait_for(coro, 180))  # a bound for a hung run, not a speed test
 
 
 async def live_turns(db: str, workdir: Path) -> tuple[str, list[list[dict[str, Any]]]]:
