@@ -48,6 +48,7 @@ from convlog.domain.content import (
 )
 from convlog.domain.events import (
     ContextWindowReported,
+    ConversationCleared,
     ConversationStarted,
     Event,
     MessageAppended,
@@ -252,14 +253,19 @@ def _native_turn(message: MessageAppended, updates: Sequence[dict[str, Any]],
 
 
 def replay_updates(events: Iterable[Event]) -> Iterator[dict[str, Any]]:
-    """Every update of a conversation, in order, tool calls and results in pairs.
-    `events`: the conversation's events (its messages are enough for a log that
-    holds no title or usage the agent reported outside a turn)."""
+    """Every update of a conversation since its latest clear (what a read of its
+    messages gives), in order, tool calls and results in pairs. `events`: the
+    conversation's events (its messages are enough for a log that holds no title or
+    usage the agent reported outside a turn)."""
+    events = list(events)
+    since = next((i + 1 for i in range(len(events) - 1, -1, -1)
+                  if isinstance(events[i], ConversationCleared)), 0)
     ids = _Ids()
     held: list[MessageAppended] = []  # messages without updates of their own
-    title: str | None = None
+    title = next((e.title for e in reversed(events[:since])
+                  if isinstance(e, ConversationStarted | TitleChanged) and e.title), None)
     shown: str | None = None
-    for event in events:
+    for event in events[since:]:
         kept: Sequence[dict[str, Any]] | None = None
         if isinstance(event, MessageAppended):
             kept = native_updates(event.raw)

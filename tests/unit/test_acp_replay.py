@@ -261,3 +261,14 @@ def test_the_stored_acp_messages_golden_files_replay_as_pinned() -> None:
     assert list(replay_updates(messages)) == [
         said("edit it", "user_message_chunk"), EDIT_CALL, said("Edited.", messageId="m1"),
         EDIT_DONE, USAGE]
+
+
+def test_the_replay_starts_after_the_latest_clear_and_keeps_the_title() -> None:
+    from convlog.domain.events import ConversationCleared, TitleChanged
+
+    before = native_turn("t1", [said("old answer")], prompt="old question")
+    after = native_turn("t2", [said("new answer")], prompt="new question")
+    replayed = list(replay_updates([TitleChanged(at=AT, title="Kept"), *before,
+                                    ConversationCleared(at=AT), *after]))
+    assert replayed == [said("new question", "user_message_chunk"), said("new answer"),
+                        {"sessionUpdate": "session_info_update", "title": "Kept"}]
