@@ -15,6 +15,7 @@ from typing import BinaryIO, TypeVar
 import msgspec
 
 from convlog.domain.errors import InvalidInput
+from convlog.services.importing import note_read
 
 MAX_LINE_BYTES = 64 * 2**20
 _CHUNK = 2**20
@@ -25,7 +26,7 @@ def read_lines(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tup
     """(line number, bytes) of every non-blank line. Raises InvalidInput at
     ``file:line`` for a line longer than `max_line_bytes`."""
     with path.open("rb") as f:
-        number = 0
+        number = offset = 0
         while raw := f.readline(max_line_bytes + 1):
             number += 1
             if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
@@ -33,6 +34,8 @@ def read_lines(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tup
                 raise InvalidInput(
                     f"line is {size:,} bytes, longer than the limit of {max_line_bytes:,} "
                     "(raise it with --max-line-mb)", where=f"{path}:{number}")
+            offset += len(raw)
+            note_read(offset)  # the progress bar's position within the file
             if raw.strip():
                 yield number, raw
 
@@ -45,7 +48,9 @@ def read_document(path: Path, max_bytes: int = MAX_LINE_BYTES) -> bytes:
         raise InvalidInput(f"a JSON document of {size:,} bytes is over the limit of "
                            f"{max_bytes:,}; write it as JSON Lines to stream it",
                            where=str(path))
-    return path.read_bytes()
+    data = path.read_bytes()
+    note_read(len(data))
+    return data
 
 
 def _skip_line(f: BinaryIO) -> int:

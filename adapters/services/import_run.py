@@ -6,9 +6,15 @@ re-import counts no tokens), so importing a file twice adds nothing and a file t
 grew adds only its new records.
 
 Most of a first import's time is the exact token count of every message. It runs in
-worker threads (the tokenizer's Rust core releases the GIL) while this thread reads
-the next conversations and writes the counted ones, in their order: at most
-`READ_AHEAD` + 1 conversations wait in memory (besides the file being read).
+worker threads (the tokenizer's Rust core releases the GIL), in chunks of
+`COUNT_CHUNK` messages (so one long conversation keeps every thread busy), while this
+thread reads the next conversations and writes the counted ones, in their order: at
+most `READ_AHEAD` + 1 conversations wait in memory (besides the file being read).
+
+Progress is in bytes, and moves within a file: a file's share done is how far it has
+been read (`importing.note_read`) times the share of the messages read from it that
+are counted or known; so one large transcript, read whole and then counted, moves
+the bar while it is counted, and a file of many conversations as it is read.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from convlog.services.importing import (
     Importer,
     ImportFailed,
     ImportFailure,
+    reading,
 )
 from convlog.services.writer import Writer
 
@@ -73,14 +80,18 @@ ProgressCallback = Callable[[ImportProgress], None]
 READ_AHEAD = 4
 """Conversations read (and being counted) ahead of the one being written."""
 COUNTING_THREADS = 2
+COUNT_CHUNK = 200
+"""Messages counted by one job of the pool: progress is reported after each."""
 
 
 class _Counted(msgspec.Struct):
-    """A conversation read, whose new messages are being counted."""
+    """A conversation read, whose new messages are being counted (chunk by chunk)."""
 
     conv: ImportedConversation
     known: set[str]
-    fresh: Future[list[Message]] | None
+    fresh: list[Future[list[Message]]]
+    file: int = 0
+    """The number of the file it was read from (0: not from a file)."""
 
 
 class _FileRead(msgspec.Struct):
@@ -88,6 +99,24 @@ class _FileRead(msgspec.Struct):
 
     number: int
     size: int
+
+
+class _FileProgress(msgspec.Struct):
+    """How far one file is: read (bytes), and its messages read and done with."""
+
+    size: int
+    read: int | None = None
+    """Bytes read, as the importer reports them (None: it does not)."""
+    messages: int = 0
+    done: int = 0
+
+    def note(self, offset: int) -> None:
+        self.read = offset
+
+    def bytes_done(self) -> int:
+        read = 1.0 if self.read is None or self.read >= self.size else self.read / self.size
+        done = min(1.0, self.done / self.messages) if self.messages else 0.0
+        return int(self.size * read * done)
 
 
 def collect_files(importer: Importer, paths: Sequence[str | Path]) -> list[tuple[Path, int]]:
@@ -128,14 +157,17 @@ def run_import(writer: Writer, importer: Importer, paths: Sequence[str | Path], 
     run.report(0)
     with ThreadPoolExecutor(COUNTING_THREADS, thread_name_prefix="convlog-import") as pool:
         for number, (file, size) in enumerate(files, start=1):
+            share = run.files_read[number] = _FileProgress(size=size)
             try:
-                for item in importer.conversations(file):
-                    run.queue.append(item if isinstance(item, ImportFailure)
-                                     else _count(writer, item, pool))
-                    run.write(READ_AHEAD)
+                with reading(share.note):
+                    for item in importer.conversations(file):
+                        run.queue.append(item if isinstance(item, ImportFailure)
+                                         else run.counting(_count(writer, item, pool), number))
+                        run.write(READ_AHEAD)
             except OSError as exc:  # a file that vanished or cannot be read mid-way
                 run.queue.append(ImportFailure(source=str(file),
                                                error=f"{file}: {exc.strerror or exc}"))
+            share.read = size
             run.queue.append(_FileRead(number=number, size=size))
             run.write(READ_AHEAD)
         run.write(0)
@@ -176,9 +208,13 @@ def _count(writer: Writer, conv: ImportedConversation, pool: ThreadPoolExecutor
     except InvalidInput as exc:  # e.g. a key that cannot be a conversation key
         return _failure(conv, exc)
     fresh = [m for m in conv.messages if m.id not in known]
-    return _Counted(conv=conv, known=known,
-                    fresh=pool.submit(lambda: [with_token_count(m) for m in fresh])
-                    if fresh else None)
+    return _Counted(conv=conv, known=known, fresh=[
+        pool.submit(_counted, fresh[start:start + COUNT_CHUNK])
+        for start in range(0, len(fresh), COUNT_CHUNK)])
+
+
+def _counted(messages: list[Message]) -> list[Message]:
+    return [with_token_count(m) for m in messages]
 
 
 def _failure(conv: ImportedConversation, exc: InvalidInput) -> ImportFailure:
@@ -197,13 +233,34 @@ class _Run:
         self.skipped: Counter[str] = Counter()
         self.unpriced: set[str] = set()
         self.bytes_done = 0
+        """Bytes of the files whose every conversation is recorded."""
+        self.files_read: dict[int, _FileProgress] = {}
+        """The files being read or recorded, by number."""
+        self.reported = 0
+        self.files_done = 0
+
+    def counting(self, item: _Counted | ImportFailure, file: int) -> _Counted | ImportFailure:
+        """`item`, read from file `file`, whose messages now count in its progress."""
+        if isinstance(item, _Counted):
+            item.file = file
+            self.files_read[file].messages += len(item.conv.messages)
+        return item
+
+    def _done_with(self, item: _Counted, messages: int) -> None:
+        """`messages` more of `item`'s are counted (or known): the bar moves."""
+        progress = self.files_read.get(item.file)
+        if progress is not None and messages:
+            progress.done += messages
+            self.report(self.files_done)
 
     def write(self, keep: int) -> None:
         """Write queued conversations until at most `keep` are left."""
         while len(self.queue) > keep:
             item = self.queue.popleft()
             if isinstance(item, _FileRead):
+                self.files_read.pop(item.number, None)
                 self.bytes_done += item.size
+                self.files_done = item.number
                 self.report(item.number)
                 continue
             failure = item if isinstance(item, ImportFailure) else self._record(item)
@@ -215,8 +272,10 @@ class _Run:
     def report(self, files_done: int) -> None:
         if self.progress is not None:
             s = self.summary
+            done = self.bytes_done + sum(p.bytes_done() for p in self.files_read.values())
+            self.reported = max(self.reported, min(done, s.bytes))  # never backwards
             self.progress(ImportProgress(
-                bytes_done=self.bytes_done, bytes_total=s.bytes, files_done=files_done,
+                bytes_done=self.reported, bytes_total=s.bytes, files_done=files_done,
                 files_total=self.files, conversations=s.conversations, messages=s.messages))
 
     def _record(self, item: _Counted) -> ImportFailure | None:
@@ -228,14 +287,18 @@ class _Run:
             self.skipped["empty conversation"] += 1
             return None
         summary.conversations += 1
-        if item.fresh is None:
+        self._done_with(item, len(item.known))
+        if not item.fresh:
             summary.messages_known += len(item.known)
             return None
+        counted: list[Message] = []
+        for chunk in item.fresh:
+            counted.extend(chunk.result())
+            self._done_with(item, len(chunk.result()))
         start = StartConversation(agent=conv.agent, title=conv.title, workspace=conv.workspace,
                              metadata=conv.metadata)
         try:
-            result = self.writer.execute(conv.key, [start, AppendMessages(
-                messages=item.fresh.result())])
+            result = self.writer.execute(conv.key, [start, AppendMessages(messages=counted)])
         except InvalidInput as exc:  # decided inside the write: nothing of it recorded
             summary.conversations -= 1
             return _failure(conv, exc)

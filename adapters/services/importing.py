@@ -14,7 +14,9 @@ installed distribution; the services never import an importer's module themselve
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -76,6 +78,32 @@ class Importer(Protocol):
 class ImportFailed(ConvlogError):
     """An import stopped at a conversation that could not be read (the message says
     where); the conversations before it are recorded, each one whole."""
+
+
+# ------------------------------------------------------------ reading progress
+
+_reading: ContextVar[Callable[[int], None] | None] = ContextVar("convlog_import_reading",
+                                                               default=None)
+
+
+def note_read(offset: int) -> None:
+    """An importer says how far into the file it is reading it has got (bytes), so a
+    progress bar moves within a large file. Optional: an importer that never calls it
+    has its file counted as read once it yields its first conversation."""
+    observer = _reading.get()
+    if observer is not None:
+        observer(offset)
+
+
+@contextmanager
+def reading(observer: Callable[[int], None]) -> Iterator[None]:
+    """`note_read` calls go to `observer` in this context (the import driver's, around
+    each file it reads)."""
+    token = _reading.set(observer)
+    try:
+        yield
+    finally:
+        _reading.reset(token)
 
 
 def available_formats() -> list[str]:

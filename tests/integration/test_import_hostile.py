@@ -152,7 +152,9 @@ def test_progress_is_reported_per_file(log: convlog.ConversationLog, tmp_path: P
         write(tmp_path / f"{name}.jsonl", record("u1", sessionId=name))
     seen: list[convlog.ImportProgress] = []
     log.import_("claude-code", [tmp_path], progress=seen.append)
-    assert [(p.files_done, p.files_total, p.messages) for p in seen] == [
+    steps = [(p.files_done, p.files_total, p.messages) for p in seen]
+    # reports within a file (tests/integration/test_import_progress.py) repeat a step
+    assert [s for i, s in enumerate(steps) if i == 0 or s != steps[i - 1]] == [
         (0, 2, 0), (1, 2, 1), (2, 2, 2)]
     assert seen[-1].bytes_done == seen[-1].bytes_total > 0
 
