@@ -559,6 +559,8 @@ export interface components {
             message_id?: string | null;
             /** @default null */
             native_session_id?: string | null;
+            /** @default null */
+            update?: Record<string, never> | null;
             at: string;
         };
         /** ConversationArchived */
@@ -1345,6 +1347,8 @@ export interface components {
             /** @enum {unknown} */
             type: "title_changed";
             title: string;
+            /** @default null */
+            update?: Record<string, never> | null;
             at: string;
         };
         /**
