@@ -140,7 +140,7 @@ def open(
     create: bool = True,
     prices: dict[str, ModelPrice] | None = None,
     views: str | Path | None = None,
-    preload_tokenizer: bool = True,
+    preload_tokenizer: bool = False,
     max_injected_blocks_in_history: int = DEFAULT_CAP,
     context_window_depth: int = DEFAULT_DEPTH,
     redact: Redactor | None = None,
@@ -149,8 +149,9 @@ def open(
     ``postgresql://...``; default ``$CONVLOG_URL``, else ``sqlite:///./convlog.db``.
     The options are `LogOptions`' fields (each documented there): `create=False`
     makes a missing SQLite file an error; `prices` your own USD per million tokens;
-    `views` the DuckDB file of read models; `preload_tokenizer=False` never loads
-    the token counter; `max_injected_blocks_in_history` (default 3) and
+    `views` the DuckDB file of read models; `preload_tokenizer=True` loads the
+    token counter in the background at open (by default it is loaded when a count is
+    first needed; appends never count); `max_injected_blocks_in_history` (default 3) and
     `context_window_depth` (default 10) are the memory-block rule; `redact` a
     ``str -> str`` function applied to every text before it is stored
     (`convlog.redact_secrets` is the built-in scrubber).
@@ -169,7 +170,7 @@ async def open_async(
     create: bool = True,
     prices: dict[str, ModelPrice] | None = None,
     views: str | Path | None = None,
-    preload_tokenizer: bool = True,
+    preload_tokenizer: bool = False,
     max_injected_blocks_in_history: int = DEFAULT_CAP,
     context_window_depth: int = DEFAULT_DEPTH,
     redact: Redactor | None = None,

@@ -473,12 +473,15 @@ def _new_messages(command: AppendMessages) -> list[Message]:
 
 
 def _appended(m: Message, now: datetime) -> MessageAppended:
+    # No count is made here (issue 45: a count is derived data, made when first needed);
+    # a count the host gave is recorded as given, labelled "host" unless it said whose.
+    tokens = m.tokens
     return MessageAppended(
         at=now, message_id=m.id, role=m.role,  # type: ignore[arg-type]  # checked by Message
         content=m.content, tool_calls=list(m.tool_calls), tool_call_id=m.tool_call_id,
-        model=m.model, agent=m.agent, usage=m.usage, cost_usd=m.cost_usd, tokens=m.tokens,
-        token_counter=m.token_counter, created_at=m.created_at, response_id=m.response_id,
-        raw=m.raw,
+        model=m.model, agent=m.agent, usage=m.usage, cost_usd=m.cost_usd, tokens=tokens,
+        token_counter=m.token_counter or ("host" if tokens is not None else None),
+        created_at=m.created_at, response_id=m.response_id, raw=m.raw,
     )
 
 

@@ -19,7 +19,7 @@ import convlog
 
 
 def forgetful_agent(url: str, key: str = "support:7") -> None:
-    with convlog.open(url, preload_tokenizer=False) as log:
+    with convlog.open(url) as log:
         conv = log.conversation(key, user="ana", agent="helper", title="Deploy questions")
         conv.bind_native_session("0")
         turns = [

@@ -76,7 +76,7 @@ SESSIONS = Table(
                max("at"),
                max("at") FILTER (WHERE topic = 'message_appended'),
                count(*) FILTER (WHERE topic = 'message_appended'),
-               COALESCE(sum(e.tokens) FILTER (WHERE topic = 'message_appended'), 0),
+               COALESCE(sum(tokens) FILTER (WHERE topic = 'message_appended'), 0),
                count(*) FILTER (WHERE topic = 'conversation_cleared'),
                max(version),
                arg_max(e.native_session_id, version)

@@ -135,6 +135,7 @@ def select_window(
     per_message_tokens: int = 4,
     memory_cap: int = DEFAULT_CAP,
     imported: bool | Callable[[], bool] = False,
+    own_tokens: Callable[[MessageAppended], int] | None = None,
 ) -> Window:
     """Choose the newest messages that fit `budget`, reading `tail` (newest first)
     only as far as needed. `epoch_messages` is how many messages the current epoch
@@ -143,7 +144,10 @@ def select_window(
     it covers are then never repeated. Live memory blocks (at most `memory_cap`)
     are chosen like messages, newest first, against the same token budget. Tool
     calls and results are then paired (`pair_window`); `imported` says whether the
-    conversation came from an importer (asked only when a result is missing)."""
+    conversation came from an importer (asked only when a result is missing).
+    `own_tokens(event)`: the tokens of a message shown whole as its own text (its
+    stored count, else its text counted in its model's family, as appends counted
+    before issue 45); without it, the stored count or `count`."""
     chosen: list[ContextMessage] = []
     said: dict[int, _Said] = {}
     liveness = TailLiveness(memory_cap)
@@ -193,8 +197,12 @@ def select_window(
         if not text:  # nothing to re-read (an SDK's marker or title record): no line
             skipped_current += 1
             continue
-        raw = event.content if isinstance(event.content, str) else None
-        tokens = event.tokens if (raw == text and event.tokens is not None) else count(text)
+        if text != event.content:
+            tokens = count(text)
+        elif own_tokens is not None:
+            tokens = own_tokens(event)
+        else:
+            tokens = event.tokens if event.tokens is not None else count(text)
         tokens += per_message_tokens  # the format's wrapper around each message
         if spent + tokens > budget.tokens:
             break

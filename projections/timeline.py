@@ -6,7 +6,7 @@ conversation exactly as it stood when something went wrong.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import msgspec
@@ -49,16 +49,20 @@ def _pairs(**fields: object) -> str:
     return " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, "", [], {}))
 
 
-def describe(event: Event) -> str:
-    """One line saying what happened, with the details a debugger looks for first."""
+def describe(event: Event, tokens: Callable[[MessageAppended], int | None] | None = None
+             ) -> str:
+    """One line saying what happened, with the details a debugger looks for first.
+    `tokens(message)`: a message's token count (default: the one stored on it; no
+    append counts since issue 45, so the log gives the count made on read)."""
     if isinstance(event, ConversationStarted):
         return _pairs(key=event.key, user=event.user, agent=event.agent,
                       channel=event.channel, title=event.title, workspace=event.workspace)
     if isinstance(event, MessageAppended):
         usage = event.usage
-        tokens = f"{usage.input_tokens}in/{usage.output_tokens}out" if usage else None
+        used = f"{usage.input_tokens}in/{usage.output_tokens}out" if usage else None
         return _pairs(id=event.message_id, role=event.role, model=event.model,
-                      usage=tokens, cost_usd=event.cost_usd, tokens=event.tokens) + (
+                      usage=used, cost_usd=event.cost_usd,
+                      tokens=event.tokens if tokens is None else tokens(event)) + (
             f" | {shorten(render_content(event.content))}")
     if isinstance(event, NativeSessionBound):
         return _pairs(native_session_id=event.native_session_id, agent=event.agent)
@@ -111,7 +115,8 @@ def _ms(value: float | None) -> str | None:
 
 
 def timeline(
-    recorded: Iterable[Recorded], *, until: int | datetime | None = None
+    recorded: Iterable[Recorded], *, until: int | datetime | None = None,
+    tokens: Callable[[MessageAppended], int | None] | None = None,
 ) -> list[TimelineRow]:
     rows = []
     for r in recorded:
@@ -120,5 +125,5 @@ def timeline(
         if isinstance(until, datetime) and r.event.at > until:
             break
         rows.append(TimelineRow(version=r.version, at=r.event.at, type=r.event.event_name(),
-                                details=describe(r.event), event=r.event))
+                                details=describe(r.event, tokens), event=r.event))
     return rows

@@ -58,7 +58,7 @@ MESSAGES = Table(
     select=f"""
         WITH m AS (
             SELECT conversation_id, version, position, "at", e.message_id, e.role, e.model,
-                   e.agent, e.response_id, e.tokens, e.cost_usd,
+                   e.agent, e.response_id, tokens, e.cost_usd,
                    {_USAGE.format('input_tokens')} AS i, {_USAGE.format('output_tokens')} AS o,
                    {_USAGE.format('cache_read_tokens')} AS cr,
                    {_USAGE.format('cache_write_tokens')} AS cw

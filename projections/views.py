@@ -8,12 +8,15 @@ work per event then happens in DuckDB's vectorised engine instead of Python: the
 difference measured between ~40k and >100k events/s (see `make bench`).
 
 ``batch`` columns: position (in the whole log), conversation_id (32 hex digits),
-version (in the conversation), topic (the stored event name), v (its class
-version), at (TIMESTAMP, UTC), and ``e``: the stored event's fields that the views
-declare (`View.fields`, a name -> DuckDB type map), parsed from its JSON ONCE for
-all views. These SELECTs read the STORED FORMAT: they name stored fields and handle
-every class version still in databases (see domain/events.py and the golden
-files), like the mapper's upcasters. An absent field (omitted default) is NULL.
+version (in the conversation), topic (the stored event name), v (its class version),
+at (TIMESTAMP, UTC), ``e``: the stored event's fields that the views declare
+(`View.fields`, a name -> DuckDB type map), parsed from its JSON ONCE for all views,
+and ``tokens``: a message's token count, the one stored on it (a host's, or one
+counted at append before issue 45), else the one the catch-up counted
+(convlog.views.token_counts; NULL when no process could read its text). These SELECTs
+read the STORED FORMAT: they name stored fields and handle every class version still
+in databases (see domain/events.py and the golden files), like the mapper's upcasters.
+An absent field (omitted default) is NULL.
 
 Tables are written in declaration order, so a later table may read an earlier one
 (e.g. the rows a batch just added to ``messages``). Derived tables come last: their

@@ -8,8 +8,8 @@ same exact counts, ~10x slower.
 Which vocabulary: o200k_base for the GPT-4o/4.1/4.5/5 and o-series families,
 cl100k_base for GPT-4 / GPT-3.5 and the v3 embedding models. Other models (Claude,
 Gemini, Llama, ...) have no offline tokenizer here: their messages are counted with
-o200k_base and the counter is recorded as ``approx:o200k_base``, so nobody mistakes
-the figure for the provider's own count. The counter used is stored on every event.
+o200k_base and the counter is labelled ``approx:o200k_base``, so nobody mistakes
+the figure for the provider's own count.
 
 Any text is counted in time linear in its length (`linear`): a tokenizer splits text
 into pieces (a word, a run of punctuation, a run of whitespace) and its cost grows
@@ -19,6 +19,11 @@ ASCII space, or a run of whitespace; such runs are counted in windows of `WINDOW
 characters. Text without such a run is counted exactly as before; a run's count is
 the sum of its windows' counts, a few tokens off the exact figure per window
 (above it in every case measured: +0.01% on 600 KB of base64).
+
+When: never at append (issue 45). A count is derived data, made when first needed
+(a context's budget, the views' token columns, a page that shows it) and kept by
+its read model (convlog.accounting.counted, convlog.views.token_counts): tiktoken
+is imported, and a vocabulary read, only by a process that counts.
 """
 
 from __future__ import annotations
@@ -31,11 +36,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import msgspec
-
 from convlog.accounting.vocabulary import tiktoken_counter
-from convlog.domain.content import countable_text
-from convlog.domain.messages import Message
+from convlog.domain.content import Content, ToolCall, countable_text
 
 EXACT_PREFIXES: tuple[tuple[str, str], ...] = (
     ("gpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"), ("gpt-4.5", "o200k_base"),
@@ -180,55 +182,37 @@ def count_tokens(text: str, model: str | None = None) -> tuple[int, str]:
 
 @functools.lru_cache(maxsize=1024)
 def _counting(model: str | None) -> tuple[Callable[[str], int], str]:
-    """The counter and its label for `model`, resolved once per model: every append
-    counts, and the routing around the count was measured at ~1 us a message."""
+    """The counter and its label for `model`, resolved once per model: the routing
+    around a count was measured at ~1 us a message."""
     encoding, _ = counter_for(model)
     return _encoders.counter(encoding), counter_label(model)
 
 
-_OWNED: set[type[Message]] = set()
-"""Message classes whose objects convlog makes for one write and hands to no one
-else (see `count_in_place`)."""
-
-
-def count_in_place(cls: type[Message]) -> None:
-    """Messages of `cls` (a `Message` subclass an adapter builds itself, e.g. the
-    Claude store's) get their count set on the object itself rather than on a copy:
-    no host holds them, so there is nothing to protect, and the copy was ~0.8 us a
-    message of every append (issue 30). A host's own Messages are still copied."""
-    _OWNED.add(cls)
-
-
-def with_token_count(message: Message, default_model: str | None = None) -> Message:
-    """The message with `tokens` filled in (once, at append time), unless the host
-    already gave a count. A copy: the host's own Message is left as it was (a
-    message of a class registered by `count_in_place` is filled in itself)."""
-    if message.tokens is not None:
-        if message.token_counter is None:
-            return _with(message, message.tokens, "host")
-        return message
-    count, label = _counting(message.model or default_model)
-    return _with(message, count(countable_text(message.content, message.tool_calls)), label)
-
-
-def _with(message: Message, tokens: int, counter: str) -> Message:
-    # copy + force_setattr rather than msgspec.structs.replace, which would run the
-    # message's validation again (~5 us a message, a fifth of a turn's own work).
-    copied: Message = message if type(message) in _OWNED else (
-        message.__copy__())  # type: ignore[attr-defined]  # msgspec's own
-    msgspec.structs.force_setattr(copied, "tokens", tokens)
-    msgspec.structs.force_setattr(copied, "token_counter", counter)
-    return copied
+def message_tokens(content: Content, tool_calls: list[ToolCall] | None,
+                   model: str | None) -> tuple[int, str]:
+    """(token count, counter label) of a message: the text a model re-reads when it is
+    replayed (`countable_text`), counted in its model's family. What an append counted
+    and stored on the event until counts became derived data (issue 45): a count made
+    later, for the same text and model, is the same number."""
+    count, label = _counting(model)
+    return count(countable_text(content, tool_calls)), label
 
 
 def warm_up_in_background(model: str | None = None) -> None:
-    """Load the vocabulary (~0.5 s) in a daemon thread, so a host's first append after
-    a restart does not pay for it. Safe to call often: loading happens once."""
+    """Load the vocabulary (~0.5 s) in a daemon thread, so that the first count of a
+    process that will count (`preload_tokenizer=True`) does not wait for it. Safe to
+    call often: loading happens once."""
     encoding, _ = counter_for(model)
     if encoding in _encoders.backend:
         return
     threading.Thread(target=_encoders.counter, args=(encoding,), daemon=True,
                      name="convlog-tokenizer-warm-up").start()
+
+
+def counter_ready(model: str | None) -> bool:
+    """Whether counting for `model` needs no vocabulary to be loaded first (~0.3 s, more
+    on a busy host): a caller holding a lock others wait for loads it outside it."""
+    return counter_for(model)[0] in _encoders.backend
 
 
 def encoding_backend(encoding: str) -> str:

@@ -25,6 +25,7 @@ from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.memory import is_forged
 from convlog.projections.money import usd_text
 from convlog.projections.replay_views import view as log_view
+from convlog.services.shown_counts import shown_tokens
 
 # How the timeline colours an event: the resume story stands out from the chatter.
 EVENT_CLASS = {
@@ -71,7 +72,7 @@ def message_data(version: int, event: MessageAppended,
     return {
         "v": version, "at": (event.created_at or event.at).isoformat(), "role": event.role,
         "id": event.message_id, "model": event.model, "agent": event.agent,
-        "parts": parts_of(event), "tokens": event.tokens,
+        "parts": parts_of(event), "tokens": shown_tokens(event),
         "input": usage.input_tokens if usage else None,
         "output": usage.output_tokens if usage else None,
         "cost": row.get("cost_usd"),

@@ -4,7 +4,7 @@ SessionStore) as the convlog message stored beside it.
 The store must hand entries back deep-equal, and treats them as opaque: the entry is
 the message's `raw`. The readable message follows the transcript's shape where there
 is one (``type`` user/assistant with a ``message`` in the Messages API form), so
-contexts, token counts and costs work: an assistant record carries its model, its
+contexts, token counts (made when needed) and costs work: an assistant record carries its model, its
 usage and the API message id as `response_id` (the CLI writes one record per content
 block of a response, each repeating the usage: counted once). Entries with no words
 (titles, tags, mode markers, snapshots) get empty content, which contexts skip.
@@ -34,7 +34,6 @@ from convlog.domain.content import MAX_TOKENS, AnyPart, Usage, check_unicode
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
 from convlog.services.anthropic_blocks import Block, to_part
-from convlog.services.writer import count_in_place
 
 _blocks = msgspec.json.Decoder(Block)
 _encode = msgspec.json.Encoder().encode
@@ -83,12 +82,6 @@ class _Built(Message, frozen=True, kw_only=True, gc=False):
 
     def __post_init__(self) -> None:
         pass
-
-
-# Built here for one write and seen by no host: the writer sets its token count on it
-# rather than on a copy (issue 30). On a retry the count is already there (the same
-# text: a redaction hook works on its own copy).
-count_in_place(_Built)
 
 
 def to_message(entry: Mapping[str, Any], message_id: str, *, agent: str | None = None

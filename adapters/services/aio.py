@@ -48,7 +48,7 @@ class AsyncConversationLog:
     async def open(
         cls, url: str | None = None, *, create: bool = True,
         prices: dict[str, ModelPrice] | None = None, views: str | Path | None = None,
-        preload_tokenizer: bool = True,
+        preload_tokenizer: bool = False,
         max_injected_blocks_in_history: int = DEFAULT_CAP,
         context_window_depth: int = DEFAULT_DEPTH, redact: Redactor | None = None,
     ) -> AsyncConversationLog:

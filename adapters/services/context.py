@@ -35,7 +35,8 @@ from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 
 __all__ = ["AsyncSummarizer", "Context", "ContextBuilder", "ContextMessage", "Summarizer"]
-from convlog.accounting.tokens import count_tokens, counter_label
+from convlog.accounting.counted import COUNTS
+from convlog.accounting.tokens import counter_label
 from convlog.projections.context import select_window as select
 from convlog.projections.formats import Format, check_format, render
 from convlog.projections.memory import DEFAULT_CAP
@@ -102,7 +103,9 @@ class ContextBuilder:
         self._overheads: dict[str, tuple[int, int]] = {}
 
     def count(self, text: str) -> int:
-        return count_tokens(text, self.model)[0]
+        """Tokens of `text` for this builder's model: counted once per text and
+        vocabulary in this process (convlog.accounting.counted)."""
+        return COUNTS.count(text, self.model)
 
     @property
     def counter(self) -> str:
@@ -155,7 +158,7 @@ class ContextBuilder:
             self.count, epoch_messages=state.message_count - state.epoch_start_message_count,
             summary=self.latest_summary(state), exclude=exclude, overhead_tokens=wrapper,
             per_message_tokens=per_message, memory_cap=state.policy()[0],
-            imported=lambda: self.imported(state))
+            imported=lambda: self.imported(state), own_tokens=COUNTS.message)
 
     def imported(self, state: Conversation) -> bool:
         """Whether the conversation came from an importer (its start says so): one

@@ -2,19 +2,17 @@
 
 Idempotency comes from the log itself: message ids are taken from the records, and a
 batch skips the ids the conversation already holds (looked up before the write, so a
-re-import counts no tokens), so importing a file twice adds nothing and a file that
+re-import writes nothing), so importing a file twice adds nothing and a file that
 grew adds only its new records.
 
-Most of a first import's time is the exact token count of every message. It runs in
-worker threads (the tokenizer's Rust core releases the GIL), in chunks of
-`COUNT_CHUNK` messages (so one long conversation keeps every thread busy), while this
-thread reads the next conversations and writes the counted ones, in their order: at
-most `READ_AHEAD` + 1 conversations wait in memory (besides the file being read).
+An import counts no tokens (issue 45: a count is derived data, made when first
+needed). Conversations are written in the order they were read: at most
+`READ_AHEAD` + 1 wait in memory (besides the file being read).
 
 Progress is in bytes, and moves within a file: a file's share done is how far it has
 been read (`importing.note_read`) times the share of the messages read from it that
-are counted or known; so one large transcript, read whole and then counted, moves
-the bar while it is counted, and a file of many conversations as it is read.
+are recorded or known; so a file of many conversations moves the bar as it is read
+and written.
 """
 
 from __future__ import annotations
@@ -22,13 +20,11 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
 
 from convlog.accounting.prices import PriceTable
-from convlog.accounting.tokens import with_token_count
 from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import ConvlogError, InvalidInput
 from convlog.domain.messages import Message
@@ -78,18 +74,15 @@ class ImportProgress(msgspec.Struct, frozen=True, kw_only=True):
 
 ProgressCallback = Callable[[ImportProgress], None]
 READ_AHEAD = 4
-"""Conversations read (and being counted) ahead of the one being written."""
-COUNTING_THREADS = 2
-COUNT_CHUNK = 200
-"""Messages counted by one job of the pool: progress is reported after each."""
+"""Conversations read ahead of the one being written."""
 
 
-class _Counted(msgspec.Struct):
-    """A conversation read, whose new messages are being counted (chunk by chunk)."""
+class _Pending(msgspec.Struct):
+    """A conversation read, and which of its messages are new."""
 
     conv: ImportedConversation
     known: set[str]
-    fresh: list[Future[list[Message]]]
+    fresh: list[Message]
     file: int = 0
     """The number of the file it was read from (0: not from a file)."""
 
@@ -155,22 +148,21 @@ def run_import(writer: Writer, importer: Importer, paths: Sequence[str | Path], 
                                   bytes=sum(size for _, size in files)),
                prices, keep_going, progress, len(files))
     run.report(0)
-    with ThreadPoolExecutor(COUNTING_THREADS, thread_name_prefix="convlog-import") as pool:
-        for number, (file, size) in enumerate(files, start=1):
-            share = run.files_read[number] = _FileProgress(size=size)
-            try:
-                with reading(share.note):
-                    for item in importer.conversations(file):
-                        run.queue.append(item if isinstance(item, ImportFailure)
-                                         else run.counting(_count(writer, item, pool), number))
-                        run.write(READ_AHEAD)
-            except OSError as exc:  # a file that vanished or cannot be read mid-way
-                run.queue.append(ImportFailure(source=str(file),
-                                               error=f"{file}: {exc.strerror or exc}"))
-            share.read = size
-            run.queue.append(_FileRead(number=number, size=size))
-            run.write(READ_AHEAD)
-        run.write(0)
+    for number, (file, size) in enumerate(files, start=1):
+        share = run.files_read[number] = _FileProgress(size=size)
+        try:
+            with reading(share.note):
+                for item in importer.conversations(file):
+                    run.queue.append(item if isinstance(item, ImportFailure)
+                                     else run.counting(_pending(writer, item), number))
+                    run.write(READ_AHEAD)
+        except OSError as exc:  # a file that vanished or cannot be read mid-way
+            run.queue.append(ImportFailure(source=str(file),
+                                           error=f"{file}: {exc.strerror or exc}"))
+        share.read = size
+        run.queue.append(_FileRead(number=number, size=size))
+        run.write(READ_AHEAD)
+    run.write(0)
     summary = run.summary
     summary.skipped = dict(run.skipped.most_common())
     summary.unpriced_models = sorted(run.unpriced)
@@ -187,12 +179,10 @@ def record_conversations(writer: Writer, format: str,
     failure raises ImportFailed, and then the caller must read the lines again."""
     started = time.perf_counter()
     run = _Run(writer, ImportSummary(format=format), prices, True, None, 0)
-    with ThreadPoolExecutor(COUNTING_THREADS, thread_name_prefix="convlog-import") as pool:
-        for item in items:
-            run.queue.append(item if isinstance(item, ImportFailure)
-                             else _count(writer, item, pool))
-            run.write(READ_AHEAD)
-        run.write(0)
+    for item in items:
+        run.queue.append(item if isinstance(item, ImportFailure) else _pending(writer, item))
+        run.write(READ_AHEAD)
+    run.write(0)
     summary = run.summary
     summary.skipped = dict(run.skipped.most_common())
     summary.unpriced_models = sorted(run.unpriced)
@@ -200,21 +190,14 @@ def record_conversations(writer: Writer, format: str,
     return summary
 
 
-def _count(writer: Writer, conv: ImportedConversation, pool: ThreadPoolExecutor
-           ) -> _Counted | ImportFailure:
-    """Look the conversation's known ids up, and count its new messages in `pool`."""
+def _pending(writer: Writer, conv: ImportedConversation) -> _Pending | ImportFailure:
+    """Look the conversation's known ids up: its new messages are what to write."""
     try:
         known = writer.known_message_ids(conv.key, [m.id for m in conv.messages])
     except InvalidInput as exc:  # e.g. a key that cannot be a conversation key
         return _failure(conv, exc)
-    fresh = [m for m in conv.messages if m.id not in known]
-    return _Counted(conv=conv, known=known, fresh=[
-        pool.submit(_counted, fresh[start:start + COUNT_CHUNK])
-        for start in range(0, len(fresh), COUNT_CHUNK)])
-
-
-def _counted(messages: list[Message]) -> list[Message]:
-    return [with_token_count(m) for m in messages]
+    return _Pending(conv=conv, known=known,
+                    fresh=[m for m in conv.messages if m.id not in known])
 
 
 def _failure(conv: ImportedConversation, exc: InvalidInput) -> ImportFailure:
@@ -229,7 +212,7 @@ class _Run:
                  keep_going: bool, progress: ProgressCallback | None, files: int):
         self.writer, self.summary, self.prices = writer, summary, prices
         self.keep_going, self.progress, self.files = keep_going, progress, files
-        self.queue: deque[_Counted | ImportFailure | _FileRead] = deque()
+        self.queue: deque[_Pending | ImportFailure | _FileRead] = deque()
         self.skipped: Counter[str] = Counter()
         self.unpriced: set[str] = set()
         self.bytes_done = 0
@@ -239,15 +222,15 @@ class _Run:
         self.reported = 0
         self.files_done = 0
 
-    def counting(self, item: _Counted | ImportFailure, file: int) -> _Counted | ImportFailure:
+    def counting(self, item: _Pending | ImportFailure, file: int) -> _Pending | ImportFailure:
         """`item`, read from file `file`, whose messages now count in its progress."""
-        if isinstance(item, _Counted):
+        if isinstance(item, _Pending):
             item.file = file
             self.files_read[file].messages += len(item.conv.messages)
         return item
 
-    def _done_with(self, item: _Counted, messages: int) -> None:
-        """`messages` more of `item`'s are counted (or known): the bar moves."""
+    def _done_with(self, item: _Pending, messages: int) -> None:
+        """`messages` more of `item`'s are recorded (or known): the bar moves."""
         progress = self.files_read.get(item.file)
         if progress is not None and messages:
             progress.done += messages
@@ -278,9 +261,9 @@ class _Run:
                 bytes_done=self.reported, bytes_total=s.bytes, files_done=files_done,
                 files_total=self.files, conversations=s.conversations, messages=s.messages))
 
-    def _record(self, item: _Counted) -> ImportFailure | None:
+    def _record(self, item: _Pending) -> ImportFailure | None:
         """One conversation, one batch: the start (a no-op when it exists) and its new
-        messages, already counted."""
+        messages."""
         conv, summary = item.conv, self.summary
         self.skipped.update(conv.skipped)
         if not conv.messages:
@@ -291,19 +274,17 @@ class _Run:
         if not item.fresh:
             summary.messages_known += len(item.known)
             return None
-        counted: list[Message] = []
-        for chunk in item.fresh:
-            counted.extend(chunk.result())
-            self._done_with(item, len(chunk.result()))
         start = StartConversation(agent=conv.agent, title=conv.title, workspace=conv.workspace,
                              metadata=conv.metadata)
         try:
-            result = self.writer.execute(conv.key, [start, AppendMessages(messages=counted)])
+            result = self.writer.execute(conv.key, [start,
+                                                    AppendMessages(messages=item.fresh)])
         except InvalidInput as exc:  # decided inside the write: nothing of it recorded
             summary.conversations -= 1
             return _failure(conv, exc)
         except ConvlogError as exc:
             raise ImportFailed(f"{conv.source}: conversation {conv.key!r}: {exc}") from None
+        self._done_with(item, len(item.fresh))
         summary.messages += len(result.appended)
         summary.messages_known += len(item.known) + len(result.skipped)
         if result.appended:

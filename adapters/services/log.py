@@ -20,7 +20,6 @@ from typing import Any
 import msgspec
 
 from convlog.accounting.prices import ModelPrice, PriceTable
-from convlog.accounting.tokens import warm_up_in_background
 from convlog.crypto.keys import load_key
 from convlog.domain.conversation import (
     AppendMessages,
@@ -70,6 +69,7 @@ from convlog.services.results import AppendResult, ConversationInfo, conversatio
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection
 from convlog.services.resumption import ResumptionContext
 from convlog.services.resumption import build as build_resumption
+from convlog.services.shown_counts import shown_tokens
 from convlog.services.tiers import resume
 from convlog.services.writer import Writer
 from convlog.storage.application import MESSAGE_TOPICS, ConversationStore
@@ -84,7 +84,7 @@ class ConversationLog(CatalogQueries):
 
     def __init__(self, url: str | None = None, *, create: bool = True,
                  prices: dict[str, ModelPrice] | None = None,
-                 views: str | Path | None = None, preload_tokenizer: bool = True,
+                 views: str | Path | None = None, preload_tokenizer: bool = False,
                  max_injected_blocks_in_history: int = DEFAULT_CAP,
                  context_window_depth: int = DEFAULT_DEPTH,
                  redact: Redactor | None = None, master_key: bytes | str | None = "env"):
@@ -136,8 +136,10 @@ class ConversationLog(CatalogQueries):
         self._writer = Writer(
             self._store, redact=options.redact, context_window_depth=self.context_window_depth,
             max_injected_blocks_in_history=self.max_injected_blocks_in_history)
-        if options.create and options.preload_tokenizer:  # a writer will count: load the
-            warm_up_in_background()  # vocabulary, off the hot path
+        if options.preload_tokenizer:  # the host will build contexts: load the vocabulary
+            from convlog.accounting.tokens import warm_up_in_background  # off the hot path
+
+            warm_up_in_background()
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -414,7 +416,7 @@ class ConversationLog(CatalogQueries):
 
     def timeline(self, key: str, *, until: int | datetime | None = None) -> list[TimelineRow]:
         upto = until if isinstance(until, int) else None
-        return timeline(self.events(key, upto=upto), until=until)
+        return timeline(self.events(key, upto=upto), until=until, tokens=shown_tokens)
 
     def view(self, key: str, view: str = "user", *, at: int | datetime | str | None = None
              ) -> ConversationView:

@@ -56,10 +56,11 @@ class LogOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Your own USD per million tokens for some models (they win over the bundled table)."""
     views: str | Path | None = None
     """The DuckDB file of read models (default: next to the database, convlog.duckdb)."""
-    preload_tokenizer: bool = True
-    """A writable log loads the token counter in a background thread (~0.3 s, ~45 MiB)
-    so the first append does not wait; a host that gives every message's `tokens` and
-    builds no context can pass False, and then never loads it."""
+    preload_tokenizer: bool = False
+    """True: load the token counter in a background thread at open (~0.3 s, ~45 MiB),
+    so the first context does not wait for it. Appends never count (a count is made
+    when first needed: issue 45), so by default a process loads the counter only when
+    it needs a count, and a process that only appends never loads it."""
     max_injected_blocks_in_history: int = DEFAULT_CAP
     """Memory blocks live in every context (0: a block lives for its own turn only)."""
     context_window_depth: int = DEFAULT_DEPTH

@@ -1,8 +1,10 @@
 """Erasure and key management, as application operations on an open log.
 
-* `forget(user)`: records `user_forgotten` in each of the user's conversations, then
-  destroys the user's data keys (crypto-shredding) and erases the database's copies
-  of the wrapped keys. Re-running it is safe: it finishes what a crash interrupted.
+* `forget(user)`: records `user_forgotten` in each of the user's conversations,
+  keeps the token counts of their messages not counted yet (a count survives the
+  erasure of the text it was made from: convlog.views.token_counts), then destroys the
+  user's data keys (crypto-shredding) and erases the database's copies of the wrapped
+  keys. Re-running it is safe: it finishes what a crash interrupted.
 * `rotate(new_master)`: re-wraps the data keys under a new master key; the events
   are not rewritten, and the old master key opens nothing afterwards.
 * `enable(master)`: makes an unencrypted store encrypted. New events are sealed at
@@ -28,6 +30,7 @@ from convlog.domain.conversation import Forget
 from convlog.domain.errors import InvalidInput
 from convlog.services.writer import Writer
 from convlog.storage.sealed import sealed_at
+from convlog.views.token_counts import keep_stream_counts
 
 
 class ForgetResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -64,6 +67,7 @@ def forget(writer: Writer, user: str, requested_by: str | None = None) -> Forget
     for stream in store.keys.streams_of_user(user):
         key = store.load(stream, "", fresh=True).key
         writer.execute(key, [Forget(user=user, requested_by=requested_by)])
+        keep_stream_counts(store, stream)  # counts survive the erasure (issue 45)
         keys.append(key)
     destroyed = keyring.forget(user)
     store.keys.erase()  # also when no key was left: a previous run may have been cut short

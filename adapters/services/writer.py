@@ -2,8 +2,8 @@
 
 A write takes the same steps whichever use case makes it (a turn, a `record` batch,
 a resume attempt, a summary, a memory block, a retraction, an injection, an import,
-an erasure): the host's redaction of every text it will store, exact token counts,
-the log's memory cooldown, then the decision under the process's write lock (SQLite
+an erasure): the host's redaction of every text it will store, the log's memory
+cooldown, then the decision under the process's write lock (SQLite
 has one writer anyway; other processes are ordered by the store's optimistic
 concurrency) and, on a retry after a conflict, the message ids already recorded.
 
@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from convlog.accounting.tokens import count_in_place, count_tokens, with_token_count
 from convlog.domain.conversation import (
     AppendMessages,
     Command,
@@ -37,8 +36,7 @@ from convlog.services.redacting import Redactor, redact_command
 from convlog.services.results import AppendResult
 from convlog.storage.application import ConversationStore
 
-__all__ = ["Decide", "Writer", "count_in_place"]  # count_in_place: the writer's count
-# step, for integrations (which reach accounting through the services)
+__all__ = ["Decide", "Writer"]
 
 _HOST_OWN = (AppendMessages, InjectMemory)
 """Commands of the host's own batches (see `Writer._with_policy`)."""
@@ -68,7 +66,8 @@ class Writer:
 
     def prepare(self, commands: Sequence[Command]) -> list[Command]:
         """The steps before a decision: redaction first (before anything else sees the
-        text, token counts included), then token counts, then the memory cooldown."""
+        text), then the memory cooldown. No token count: a count is derived data, made
+        when first needed (issue 45; convlog.accounting.counted)."""
         out: list[Command] = []
         for command in commands:
             if self.redact is not None:
@@ -76,10 +75,7 @@ class Writer:
                 if redacted is not command and isinstance(redacted, RecordFact):
                     redacted = _recounted(redacted)
                 command = redacted
-            if isinstance(command, AppendMessages):
-                command = msgspec.structs.replace(
-                    command, messages=[with_token_count(m) for m in command.messages])
-            elif isinstance(command, InjectMemory):
+            if isinstance(command, InjectMemory):
                 command = msgspec.structs.replace(
                     command, cooldown_turns=self.context_window_depth)
             out.append(command)
@@ -162,9 +158,12 @@ class Writer:
 
 def _recounted(command: RecordFact) -> RecordFact:
     """A summary or an injection whose text the redaction changed: its token count
-    is the new text's."""
+    is the new text's (counted here: the process that records one built a context,
+    so it counts anyway)."""
     event = command.event
     if isinstance(event, SummaryRecorded | HistoryInjected):
+        from convlog.accounting.tokens import count_tokens
+
         return RecordFact(event=msgspec.structs.replace(
             event, tokens=count_tokens(event.text)[0]))
     return command

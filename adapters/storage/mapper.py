@@ -161,6 +161,16 @@ class MsgspecMapper(Mapper[UUID]):
                                                originator_version=version, topic=topic,
                                                state=state))
 
+    def content_readable(self, state: bytes) -> bool:
+        """Whether this process can read the private fields of a stored state: a plain
+        one always; a sealed one only with its data key (a forgotten user's content,
+        or a store opened without its key, reads as placeholders, which nothing
+        derived from the content, such as a token count, may be made from)."""
+        at = sealed_at(state)
+        if at < 0:
+            return True
+        return self.sealer is not None and self.sealer.can_open(state, at)
+
     def decode_item(self, originator_id: Any, version: int, topic: str, state: bytes,
                     shape: Lean = RawItem) -> Any:
         """`decode_row`, except that a current `message_appended` row carrying an SDK

@@ -13,11 +13,13 @@ from eventsourcing.persistence import ApplicationRecorder, IntegrityError, Store
 from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
 
 from convlog.crypto.keyring import KeyRow
+from convlog.storage.token_counts import MemoryTokenCounts
 
 
-class POPOConvlogRecorder(POPOApplicationRecorder):
+class POPOConvlogRecorder(POPOApplicationRecorder, MemoryTokenCounts):
     def __init__(self) -> None:
-        super().__init__()
+        POPOApplicationRecorder.__init__(self)
+        MemoryTokenCounts.__init__(self)
         self._message_ids: set[tuple[UUID, str]] = set()
         self._keys: dict[str, KeyRow] = {}
         self._requests: dict[str, str] = {}

@@ -44,6 +44,7 @@ from convlog.storage.errors import StorageError, StorageUnavailable
 from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
 from convlog.storage.postgres_pool import DatabaseUnavailable, bound_outages
 from convlog.storage.postgres_requests import PostgresRequestTable, requests_ddl
+from convlog.storage.postgres_token_counts import PostgresTokenCounts, token_counts_ddl
 
 APPEND_FUNCTION = "convlog_append_v1"
 """The server-side insert of a batch (`PostgresConvlogRecorder._append_function`);
@@ -72,9 +73,10 @@ class PostgresSnapshotRecorder(PostgresAggregateRecorder):
 
 
 class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
-                              PostgresRequestTable):
-    """The events, the message-id index, and the key table of encrypted stores
-    (convlog.storage.postgres_keys)."""
+                              PostgresRequestTable, PostgresTokenCounts):
+    """The events, the message-id index, the key table of encrypted stores
+    (convlog.storage.postgres_keys) and the token counts made on read
+    (convlog.storage.token_counts)."""
 
     index_table = "convlog_message_ids"
 
@@ -92,6 +94,7 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
         ).format(schema=schema, index=index))
         self.sql_create_statements.extend(keys_ddl(schema))
         self.sql_create_statements.extend(requests_ddl(schema))
+        self.sql_create_statements.extend(token_counts_ddl(schema))
         self.sql_create_statements.append(self._append_function(schema, index))
         self._lock_wait = f"{self.datastore.lock_timeout}s"
         """This host's lock timeout, as PostgreSQL's lock_timeout ('0s': no limit)."""

@@ -38,6 +38,7 @@ from uuid import UUID
 import msgspec
 
 from convlog.crypto import cipher
+from convlog.crypto.errors import UnknownDataKey
 from convlog.crypto.keyring import Keyring
 
 SNAPSHOT_TOPIC = "conversation_state"
@@ -122,6 +123,26 @@ class Sealer:
         blob = cipher.seal(aead, key_id, self._encode(secret),
                            cipher.payload_aad(stream, version, topic, public))
         return b"".join((public, MARK, binascii.b2a_base64(blob, newline=False), b'"}'))
+
+    def can_open(self, state: bytes, at: int) -> bool:
+        """Whether this process holds the key of the sealed `state` (its field at
+        `at`): False when the key was destroyed (a forgotten user) or the store was
+        opened without its key, where `open` gives placeholders."""
+        try:
+            blob = binascii.a2b_base64(memoryview(state)[at + _MARK_LEN:at + _MARK_LEN + 24])
+        except (binascii.Error, ValueError):
+            return False
+        if len(blob) < _KEY_END:
+            return False
+        self.keyring.refresh()
+        key_id = blob[1:_KEY_END]
+        aead = self._ciphers.get(key_id)
+        if aead is None and key_id not in self._ciphers:
+            try:
+                aead = self.keyring.cipher_of(key_id)
+            except UnknownDataKey:
+                return False
+        return aead is not None
 
     def open(self, stream: UUID, version: int, topic: str, state: bytes, at: int) -> bytes:
         """The plain JSON of a sealed `state` (its field at `at`): public and private

@@ -50,6 +50,8 @@ from convlog.storage.sqlite_open import (
 from convlog.storage.sqlite_open import typed as _typed
 from convlog.storage.sqlite_readers import Readers
 from convlog.storage.sqlite_wal import WAL_HARD_LIMIT_PAGES, Checkpointer
+from convlog.storage.token_counts import SQLITE_DDL as TOKEN_COUNTS_DDL
+from convlog.storage.token_counts import SQLiteTokenCounts
 
 SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
 _IN_CHUNK = 500  # stay far below SQLite's bound-parameter limit
@@ -119,9 +121,11 @@ class _TunedPool(SQLiteConnectionPool):
         return connection
 
 
-class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteRequestTable):
+class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteRequestTable,
+                            SQLiteTokenCounts):
     """Stored events plus the message-id index, in one transaction per save; the key
-    table of encrypted stores (convlog.storage.sqlite_keys).
+    table of encrypted stores (convlog.storage.sqlite_keys); the token counts made on
+    read (convlog.storage.token_counts).
 
     Storage format (a contract with every existing file): the index is keyed by
     (stream, message id), where a stream is numbered by the rowid of its first event
@@ -161,6 +165,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
             "PRIMARY KEY (stream, message_id)) WITHOUT ROWID",
             *KEYS_DDL,
             *SQLITE_REQUESTS_DDL,
+            TOKEN_COUNTS_DDL,
             STORE_DDL,
         ]
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import msgspec
 
 from convlog.accounting.prices import PriceTable
+from convlog.accounting.tokens import count_tokens
 from convlog.domain.errors import InvalidInput
 from convlog.projections.adk_sessions import ADK
 from convlog.projections.catalog import CATALOG, ConversationFacts
@@ -29,6 +30,7 @@ from convlog.views.pricing import ViewPrices
 from convlog.views.readonly import check_read_only
 from convlog.views.repairs import fill_repairs
 from convlog.views.telemetry import TelemetryRow, telemetry_sql, to_rows
+from convlog.views.token_counts import CounterNeeded, fill_token_counts
 
 if TYPE_CHECKING:  # DuckDB is imported when the views are first used, not by `import convlog`
     import duckdb
@@ -114,12 +116,28 @@ class Analytics:
 
     def refresh(self, *, progress: bool | None = None) -> int:
         """Catch up with the log; figures computed with another price table are
-        repriced first (convlog.views.pricing)."""
+        repriced first (convlog.views.pricing). A catch-up that must count tokens
+        (issue 45) and finds the vocabulary not loaded lets the views' file go, loads
+        it, and catches up again: other processes never wait on the file for a load
+        (~0.3 s, seconds on a busy host). Inside another use of the file (nested)
+        it loads in place."""
+        if self.views.in_use:
+            return self._catch_up(progress, defer=False)
+        try:
+            return self._catch_up(progress, defer=True)
+        except CounterNeeded as needed:  # the batch rolled back, the file let go
+            for model in needed.models:
+                count_tokens("", model)  # loads the model's vocabulary
+            return self._catch_up(progress, defer=False)
+
+    def _catch_up(self, progress: bool | None, *, defer: bool) -> int:
         self.prices.reload_if_changed()
         prices, repairs = self.pricing.before_batch(), fill_repairs(self.store)
         adk = fill_adk_sessions(self.store)
+        tokens = fill_token_counts(self.store, defer=defer)
 
         def before_batch(con: duckdb.DuckDBPyConnection) -> None:
+            tokens(con)  # first: the tables' SELECTs read the batch's `tokens`
             prices(con)
             repairs(con)
             adk(con)
@@ -130,8 +148,8 @@ class Analytics:
                                        progress=progress)
 
     def _rows(self, sql: str, params: list[object]) -> list[dict[str, Any]]:
-        with self.views.connect():  # one open of the file for the catch-up and the query
-            self.refresh()
+        self.refresh()  # the file then stays open for the query (ViewStore.connect)
+        with self.views.connect():
             names, rows = self.views.query(sql, params)
         return [{n: _utc(v) for n, v in zip(names, row, strict=True)} for row in rows]
 
@@ -203,8 +221,9 @@ class Analytics:
         import duckdb  # loaded already: the views are open
 
         with self.views.connect() as con:
-            check_read_only(con, query)
-            self.refresh()
+            check_read_only(con, query)  # before anything is caught up or counted
+        self.refresh()
+        with self.views.connect() as con:
             con.begin()
             try:
                 cursor = con.execute(query, list(params))
@@ -221,8 +240,8 @@ class Analytics:
         under a temporary name and renamed, so a reader never sees half a file."""
         directory.mkdir(parents=True, exist_ok=True)
         written = []
+        self.refresh()
         with self.views.connect() as con:
-            self.refresh()
             for name in self.view_names():
                 final = directory / f"{name}.parquet"
                 partial = directory / f".{name}.parquet.partial"

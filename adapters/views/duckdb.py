@@ -56,6 +56,9 @@ WAIT_POLL = 0.02
 BATCH = 100_000  # bigger batches measured 1.4-1.7x faster than 20k; ~30 MB staged
 PROGRESS_THRESHOLD = 50_000
 STAGE = "convlog_stage"  # the scratch in-memory database batches are staged in
+BATCH_TOKENS = "batch_tokens"
+"""(position, tokens) of the batch's messages stored without a count, filled by a
+`before_batch` hook (convlog.views.token_counts): the batch's ``tokens`` column."""
 
 
 class Staged(NamedTuple):
@@ -181,6 +184,12 @@ class ViewStore(TrackingRecorder):
                     con.close()
                     if self._suspect is not None:  # corrupt: closed, it can be moved
                         self._set_aside(self._suspect, None)
+
+    @property
+    def in_use(self) -> bool:
+        """Whether a use of the file is under way in this process (`connect` nested):
+        an error raised now would not let the file go."""
+        return self._open is not None
 
     def _close_idle(self) -> None:
         with self._lock:
@@ -466,7 +475,12 @@ class ViewStore(TrackingRecorder):
                before_batch: Callable[[duckdb.DuckDBPyConnection], None] | None) -> None:
         con.begin()
         try:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW batch AS SELECT * FROM {staged.table}")
+            # `tokens`: a message's count as stored, else as a hook counted it (issue 45)
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {BATCH_TOKENS} (position BIGINT, "
+                        "tokens BIGINT)")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW batch AS SELECT b.*, "
+                        f"COALESCE(b.e.tokens, t.tokens) AS tokens FROM {staged.table} b "
+                        f"LEFT JOIN {BATCH_TOKENS} t ON t.position = b.position")
             if before_batch is not None:
                 before_batch(con)
             for table in self.tables:
@@ -623,7 +637,7 @@ def _close_at_exit(ref: weakref.ReferenceType[ViewStore]) -> None:
 
 def union_fields(views: Sequence[View]) -> dict[str, Any]:
     """Every stored field any view reads, once, with one type (conflicts are bugs)."""
-    fields: dict[str, Any] = {"at": "VARCHAR"}
+    fields: dict[str, Any] = {"at": "VARCHAR", "tokens": "BIGINT"}
     for view in views:
         for name, kind in view.fields.items():
             if fields.setdefault(name, kind) != kind:

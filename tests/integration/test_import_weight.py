@@ -63,9 +63,9 @@ print(json.dumps("tiktoken._tiktoken" in sys.modules))
 @pytest.mark.parametrize(("preload", "loaded"), [(True, True), (False, False)])
 def test_a_host_that_counts_itself_can_skip_the_tokenizer(tmp_path: Path, preload: bool,
                                                           loaded: bool) -> None:
-    """The vocabulary is most of a host's memory (`make bench`: peak memory). By default
-    a writable log preloads it in the background; a host that gives every count itself
-    and says so at open never loads it."""
+    """The vocabulary is most of a host's memory (`make bench`: peak memory). No append
+    counts (issue 45), so by default a log never loads it until a count is needed;
+    `preload_tokenizer=True` loads it in the background at open."""
     assert run_fresh(HOST_COUNTS, f"sqlite:///{tmp_path / 'h.db'}",
                      "preload" if preload else "no") is loaded
 

@@ -122,10 +122,14 @@ def test_state_returned_to_callers_is_a_copy(log: convlog.ConversationLog) -> No
     assert log.state("k").message_count == 0
 
 
-def test_without_preloading_the_tokenizer_counts_load_on_first_use(sqlite_url: str) -> None:
-    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+def test_a_count_is_made_when_first_needed(sqlite_url: str) -> None:
+    """Issue 45: the append stores no count (a host's is kept); a reader that shows one
+    (here the timeline) makes it then."""
+    with convlog.open(sqlite_url) as log:
         log.append("k", convlog.user("hello world", id="1"))
         log.append("k", convlog.user("counted by the host", id="2", tokens=7))
         first, second = log.messages("k")
-    assert (first.tokens, first.token_counter) == (2, "o200k_base")
+        shown = [r.details.split(" | ")[0] for r in log.timeline("k")[1:]]
+    assert (first.tokens, first.token_counter) == (None, None)
     assert (second.tokens, second.token_counter) == (7, "host")
+    assert shown == ["id=1 role=user tokens=2", "id=2 role=user tokens=7"]

@@ -201,9 +201,9 @@ def test_a_cancelled_append_is_awaited_to_its_end_before_the_cancellation(
 
 
 def test_a_redacting_log_counts_the_redacted_text(tmp_path: Path) -> None:
-    """The store's messages are counted in place (issue 30), but a redaction hook
-    works on a copy: the stored count is the redacted text's, the first write and a
-    retried one alike."""
+    """A redaction hook works on its own copy of the store's messages: what is stored,
+    and the count made of it when first needed (issue 45), is the redacted text's,
+    the first write and a retried one alike."""
     from convlog.accounting.tokens import count_tokens
 
     log = convlog.open(f"sqlite:///{tmp_path / 'c.db'}",
@@ -212,10 +212,12 @@ def test_a_redacting_log_counts_the_redacted_text(tmp_path: Path) -> None:
         store = ConvlogSessionStore(log)
         said = entry("s1", "user", {"role": "user", "content": "my password is hunter2"})
         run(store.append(KEY, [said]))
-        run(store.append(KEY, [said, TRANSCRIPT[0]]))  # s1 known: skipped, u1 counted
+        run(store.append(KEY, [said, TRANSCRIPT[0]]))  # s1 known: skipped, u1 written
         first, second = store.log.messages(conversation_key(KEY))
         assert first.content == "my password is [secret]"
-        assert first.tokens == count_tokens("my password is [secret]")[0]
-        assert second.tokens == count_tokens("Where is auth configured?")[0]
+        assert first.tokens is None and second.tokens is None  # no append counts
+        _, rows = log.sql("SELECT content_tokens FROM messages ORDER BY version")
+        assert [r[0] for r in rows] == [count_tokens("my password is [secret]")[0],
+                                        count_tokens("Where is auth configured?")[0]]
     finally:
         log.close()

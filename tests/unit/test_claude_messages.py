@@ -86,19 +86,3 @@ def test_usage_past_the_limit_and_a_bad_agent_are_refused_as_before() -> None:
         to_message(["not", "an", "object"], "m")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="must be JSON"):
         to_message({"type": "user", "x": object()}, "m")
-
-
-def test_the_store_s_messages_are_counted_in_place_a_host_s_are_copied() -> None:
-    """The writer's count step fills in the messages the store built (no host holds
-    them: issue 30); a host's own Message is still left as it was."""
-    from convlog.accounting.tokens import with_token_count
-
-    entry = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi there"}}
-    built = to_message(entry, "u1", agent="claude")
-    counted = with_token_count(built)
-    assert counted is built and built.tokens == 2 and built.token_counter
-    assert with_token_count(built) is built  # a retry: the count is already there
-    host = Message(id="h1", role="user", content="hi there")
-    copied = with_token_count(host)
-    assert copied is not host and host.tokens is None and copied.tokens == 2
-    assert copied.token_counter == built.token_counter

@@ -21,7 +21,7 @@ from convlog.accounting.tokens import (
     counter_for,
     counter_label,
     linear,
-    with_token_count,
+    message_tokens,
 )
 from convlog.domain.content import (
     AnyPart,
@@ -121,29 +121,32 @@ def test_unknown_models_are_counted_with_the_default_vocabulary() -> None:
         reference("o200k_base").encode_ordinary(text))
 
 
-# ------------------------------------------------------- with_token_count
+# ------------------------------------------------------- a message's count
 
 
-def test_a_message_gets_its_count_once() -> None:
-    message = Message(role="assistant", content=TEXTS[6], model="gpt-4")
-    counted = with_token_count(message)
-    assert counted.tokens == len(reference("cl100k_base").encode_ordinary(TEXTS[6]))
-    assert counted.token_counter == "cl100k_base"
-    assert counted.id == message.id and counted.content == message.content
-    assert with_token_count(counted) is counted
+def test_a_message_is_counted_in_its_model_s_family() -> None:
+    assert message_tokens(TEXTS[6], [], "gpt-4") == (
+        len(reference("cl100k_base").encode_ordinary(TEXTS[6])), "cl100k_base")
+    assert message_tokens(TEXTS[4], [], None)[1] == "o200k_base"
+    assert message_tokens(TEXTS[4], [], "claude-3-haiku")[1] == "approx:o200k_base"
 
 
-def test_the_default_model_applies_only_to_messages_without_one() -> None:
-    plain = Message(role="user", content=TEXTS[4])
-    assert with_token_count(plain, "gpt-4").token_counter == "cl100k_base"
-    assert with_token_count(plain).token_counter == "o200k_base"
-    own = Message(role="assistant", content=TEXTS[4], model="claude-3-haiku")
-    assert with_token_count(own, "gpt-4").token_counter == "approx:o200k_base"
+def test_an_append_counts_nothing_and_keeps_a_host_s_count() -> None:
+    """Issue 45: the event carries the host's count (labelled "host"), or none."""
+    from datetime import UTC, datetime
 
+    from convlog.domain.conversation import AppendMessages, Conversation, decide
 
-def test_a_host_given_count_is_kept() -> None:
-    message = Message(role="user", content="whatever text", tokens=12_345)
-    assert with_token_count(message).tokens == 12_345
+    state = Conversation(key="k")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    events = decide(state, AppendMessages(messages=[
+        Message(id="a", role="user", content=TEXTS[3]),
+        Message(id="b", role="user", content="whatever text", tokens=12_345),
+        Message(id="c", role="user", content="x", tokens=3, token_counter="my-own")]), now)
+    from convlog.domain.events import MessageAppended
+
+    assert [(e.tokens, e.token_counter) for e in events if isinstance(e, MessageAppended)
+            ] == [(None, None), (12_345, "host"), (3, "my-own")]
 
 
 def test_tool_calls_count_and_thinking_does_not() -> None:
@@ -151,11 +154,11 @@ def test_tool_calls_count_and_thinking_does_not() -> None:
     content: list[AnyPart] = [
         TextPart(text="Searching."), ThinkingPart(text="long private reasoning " * 50),
         ToolUsePart(id="t1", name="open", arguments='{"path": "/etc/hosts"}')]
-    counted = with_token_count(Message(role="assistant", content=content, tool_calls=calls))
+    tokens, _ = message_tokens(content, calls, None)
     expected = countable_text(content, calls)
     assert "private reasoning" not in expected and "search(" in expected
     assert "open(" in expected
-    assert counted.tokens == len(reference("o200k_base").encode_ordinary(expected))
+    assert tokens == len(reference("o200k_base").encode_ordinary(expected))
 
 
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
