@@ -9,14 +9,17 @@ An import counts no tokens (issue 45: a count is derived data, made when first
 needed). Conversations are written in the order they were read: at most
 `READ_AHEAD` + 1 wait in memory (besides the file being read).
 
-Progress is in bytes, and moves within a file: a file's share done is how far it has
-been read (`importing.note_read`) times the share of the messages read from it that
-are recorded or known; so a file of many conversations moves the bar as it is read
-and written.
+Progress is in bytes, and moves within a file: reading a file is half its share and
+recording what was read the other half. So a file's bytes done are its size times
+how far it has been read (`importing.note_read`) times the mean of 1 (read) and the
+share of the messages read from it that are recorded or known: one large transcript
+moves the bar while it is read, then as it is written, and a file of many
+conversations as it is read and written.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
@@ -107,9 +110,12 @@ class _FileProgress(msgspec.Struct):
         self.read = offset
 
     def bytes_done(self) -> int:
-        read = 1.0 if self.read is None or self.read >= self.size else self.read / self.size
+        if self.read is None:  # an importer that does not say: read once it yields
+            read = 1.0 if self.messages else 0.0
+        else:
+            read = 1.0 if self.read >= self.size else self.read / self.size
         done = min(1.0, self.done / self.messages) if self.messages else 0.0
-        return int(self.size * read * done)
+        return int(self.size * read * (1.0 + done) / 2)
 
 
 def collect_files(importer: Importer, paths: Sequence[str | Path]) -> list[tuple[Path, int]]:
@@ -151,7 +157,7 @@ def run_import(writer: Writer, importer: Importer, paths: Sequence[str | Path], 
     for number, (file, size) in enumerate(files, start=1):
         share = run.files_read[number] = _FileProgress(size=size)
         try:
-            with reading(share.note):
+            with reading(functools.partial(run.note_read, share)):
                 for item in importer.conversations(file):
                     run.queue.append(item if isinstance(item, ImportFailure)
                                      else run.counting(_pending(writer, item), number))
@@ -228,6 +234,16 @@ class _Run:
             item.file = file
             self.files_read[file].messages += len(item.conv.messages)
         return item
+
+    def note_read(self, share: _FileProgress, offset: int) -> None:
+        """The importer read a file up to `offset`: the bar moves (by 1% of the whole
+        at least, so a line read costs a comparison, not a report)."""
+        share.note(offset)
+        if self.progress is not None:
+            step = max(1, self.summary.bytes // 100)
+            done = self.bytes_done + sum(p.bytes_done() for p in self.files_read.values())
+            if done - self.reported >= step:
+                self.report(self.files_done)
 
     def _done_with(self, item: _Pending, messages: int) -> None:
         """`messages` more of `item`'s are recorded (or known): the bar moves."""
