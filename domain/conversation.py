@@ -41,6 +41,7 @@ from convlog.domain.events import (
     MessageAppended,
     MessageRetracted,
     NativeSessionBound,
+    PreambleSent,
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
@@ -273,12 +274,12 @@ class RequireUser(msgspec.Struct, frozen=True, kw_only=True):
 
 class RecordFact(msgspec.Struct, frozen=True, kw_only=True):
     """A fact the host observed (a resume attempt and its outcome, an injection, an
-    agent session's close, title or context window): recorded as given once its fields
-    are checked, stamped with the recording time."""
+    agent session's close, title or context window, the host's preamble): recorded as
+    given once its fields are checked, stamped with the recording time."""
 
     event: (ResumeAttempted | ResumeSucceeded | ResumeFailed | HistoryInjected
             | SummaryRecorded | AgentSessionClosed | ConversationDeleted | TitleChanged
-            | ContextWindowReported)
+            | ContextWindowReported | PreambleSent)
 
 
 class SetMemoryPolicy(msgspec.Struct, frozen=True, kw_only=True):

@@ -250,6 +250,25 @@ class ContextWindowReported(Event, tag="context_window_reported", frozen=True):
     `session/load` replays it as it came."""
 
 
+PreambleHow = Literal["marked", "guessed", "resent"]
+
+
+class PreambleSent(Event, tag="preamble_sent", frozen=True):
+    """Text the host put in a prompt for the model and not for the user (its system
+    prompt), as the agent received it with the turn that follows. Not dialogue: the
+    agent's view shows it; the user's view, transcripts, contexts and injected history
+    leave it out. `how`: ``marked`` (the host marked the blocks: ACP content
+    annotations ``audience: ["assistant"]``, or ``_meta: {"convlog/preamble": true}``),
+    ``guessed`` (convlog acp's first-block rule), ``resent`` (the proxy sent the last
+    one again to a new agent process, which the host did not know of)."""
+
+    text: str
+    how: PreambleHow
+    blocks: list[dict[str, Any]] = []
+    """The content blocks as the host sent them (ACP: with annotations and `_meta`)."""
+    native_session_id: str | None = None
+
+
 class MemoryPolicySet(Event, tag="memory_policy_set", frozen=True):
     """The memory policy the host runs this conversation with from here on: how many
     injected memory blocks stay live (`max_injected_blocks_in_history`, 0: a block
@@ -286,6 +305,7 @@ AnyEvent = (
     | TitleChanged
     | ContextWindowReported
     | MemoryPolicySet
+    | PreambleSent
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)

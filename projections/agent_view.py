@@ -20,6 +20,8 @@ did. Rules, from the events' own meaning:
   right after it;
 - ``summary_recorded`` otherwise is a compaction: it enters, and the messages (and
   injections) of the current session that it covers leave the context;
+- ``preamble_sent``: what the host sent for the model only (its system prompt)
+  enters where it was recorded, before the message it came with;
 - ``memory_injected``: the block enters where it was recorded; whether it is still
   live is the memory projection's answer (convlog.projections.memory: at most
   `memory_cap` blocks, 0 = a block lives for its own turn);
@@ -52,6 +54,7 @@ from convlog.domain.events import (
     MessageAppended,
     MessageRetracted,
     NativeSessionBound,
+    PreambleSent,
     Recorded,
     ResumeFailed,
     ResumeSucceeded,
@@ -176,6 +179,9 @@ class AgentWalk:
                              f"memories {', '.join(e.memory_ids) or '-'}")
         elif isinstance(e, MessageRetracted):
             self._retracted(r, e)
+        elif isinstance(e, PreambleSent):
+            self.enter_block(r, "preamble", e.text, None, f"the host's preamble ({e.how}): "
+                             "for the model, not the user")
         elif isinstance(e, ConversationCleared):
             self._cleared(r, e)
         elif isinstance(e, ConversationStarted):

@@ -25,6 +25,7 @@ from convlog.domain.events import (
     MessageAppended,
     MessageRetracted,
     NativeSessionBound,
+    PreambleSent,
     Recorded,
     ResumeAttempted,
     ResumeFailed,
@@ -104,6 +105,9 @@ def describe(event: Event, tokens: Callable[[MessageAppended], int | None] | Non
     if isinstance(event, ContextWindowReported):
         return _pairs(used=event.used, size=event.size, message=event.message_id,
                       native_session_id=event.native_session_id)
+    if isinstance(event, PreambleSent):
+        return _pairs(how=event.how, native_session_id=event.native_session_id) + (
+            f" | {shorten(event.text)}")
     if isinstance(event, MemoryPolicySet):
         return _pairs(max_injected_blocks_in_history=event.max_injected_blocks_in_history,
                       context_window_depth=event.context_window_depth)

@@ -16,8 +16,10 @@ from convlog.domain.events import Recorded
 
 ViewName = Literal["user", "agent"]
 VIEWS: tuple[str, ...] = ("user", "agent")
-EntryKind = Literal["message", "injection", "summary", "memory", "marker", "repair"]
-"""``repair``: a tool result convlog synthesized for the model (issue 28), not a message."""
+EntryKind = Literal["message", "injection", "summary", "memory", "marker", "repair",
+                    "preamble"]
+"""``repair``: a tool result convlog synthesized for the model (issue 28), not a message.
+``preamble``: what the host sent for the model only (its system prompt; issue 41)."""
 Point = int | datetime
 MAX_VERSION = 2**63 - 1  # past the last position means "everything"
 

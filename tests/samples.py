@@ -26,6 +26,7 @@ from convlog.domain.events import (
     MessageAppended,
     MessageRetracted,
     NativeSessionBound,
+    PreambleSent,
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
@@ -92,4 +93,8 @@ def samples() -> list[Event]:
                               update={"sessionUpdate": "usage_update", "used": 91_000,
                                       "size": 128_000,
                                       "cost": {"amount": 0.42, "currency": "USD"}}),
+        PreambleSent(at=AT, text="You are Desk. Be brief.", how="marked",
+                     blocks=[{"type": "text", "text": "You are Desk. Be brief.",
+                              "annotations": {"audience": ["assistant"]}}],
+                     native_session_id="sess-10"),
     ]

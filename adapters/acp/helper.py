@@ -18,6 +18,7 @@ between ACP ids and conversations needs no table of its own, and the proxy's
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -25,9 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import convlog
+from convlog.acp.preamble import sent, split
 from convlog.acp.replay import replay_updates
 from convlog.acp.sessions import key_of
 from convlog.acp.turns import Turn
+from convlog.domain.conversation import AppendMessages, RecordFact
 
 
 def _wire(value: Any) -> Any:
@@ -127,13 +130,23 @@ class AgentSessions:
                      usage: Any = None) -> None:
         """One turn as one atomic write: the prompt's content blocks as the user message,
         and the updates the agent sent (message and thought chunks, tool calls) as one
-        assistant message. SDK models or wire dicts are both fine."""
-        turn = Turn(prompt=[_wire(b) for b in prompt], agent=self.agent, model=model)
+        assistant message, each keeping what went over the wire for `load`'s replay.
+        Blocks the host marked as meant for the model (convlog.acp.preamble) are
+        recorded as the preamble, before the turn. SDK models or wire dicts are both
+        fine."""
+        cut = split([_wire(b) for b in prompt], "none", opened=False)
+        turn = Turn(prompt=cut.user, agent=self.agent, model=model)
         for update in updates:
             turn.add(_wire(update), None)
         messages = turn.close(stop_reason, _wire(usage))
-        if messages:
+        preamble = sent(cut.preamble, cut.how, None)
+        if not messages:
+            return
+        if preamble is None:
             await self.log.append_turn(key_of(session_id), messages)
+            return
+        await asyncio.to_thread(self.log.sync.execute, key_of(session_id), [
+            RecordFact(event=preamble), AppendMessages(messages=messages)])
 
 
 def _update_model(update: dict[str, Any]) -> Any:

@@ -10,7 +10,7 @@ the methods the proxy serves itself are checked against the SDK's schema models.
 Served by the proxy: `initialize` (forwarded; the answer also advertises
 `loadSession`, `sessionCapabilities.list`, `.resume`, `.close`, `.delete`, `.fork`),
 `session/new` (forwarded, recorded), `session/prompt` (forwarded, recorded as one
-turn, the host's preamble put first and kept out of the record: convlog.acp.preamble),
+turn, the host's preamble recorded as such, not as dialogue: convlog.acp.preamble),
 `session/load` and `session/resume` (tiered resume against the agent; load replays
 the conversation from the log first), `session/list` (the catalog), `session/close`,
 `session/delete` and `session/fork` (convlog.acp.lifecycle). Everything else is
@@ -30,7 +30,7 @@ import convlog
 from convlog.acp import lifecycle
 from convlog.acp.catalog import advertise, command_name, current_model, list_page
 from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited, Downstream
-from convlog.acp.preamble import DEFAULT_MODE, fingerprint, split
+from convlog.acp.preamble import DEFAULT_MODE, fingerprint, forwarded, sent, split
 from convlog.acp.queue import TurnQueue
 from convlog.acp.recorder import Recorder
 from convlog.acp.replay import replay_updates
@@ -266,23 +266,20 @@ class Proxy:
             return await self._ask("session/prompt", params)  # not ours: passed through
         if not self.sessions.attached(session):
             await self.sessions.attach(session)
-        preamble, user = (split(list(params["prompt"]), self.preamble) if session.opened
-                          else ([], list(params["prompt"])))
+        cut = split(list(params["prompt"]), self.preamble, session.opened)
         session.opened = False
-        if preamble:
-            session.preamble = preamble
-            log.info("session %s: a preamble of %s forwarded, not recorded", session.id,
-                     fingerprint(preamble))
-        elif session.injection and session.preamble:
-            preamble = session.preamble  # a new agent process: it needs the system prompt
-        turn = session.turn = Turn(prompt=user, agent=self.agent_name, model=session.model)
-        forwarded = _with_session(params, session.native_id or "")
-        if session.injection:
-            forwarded["prompt"] = [*preamble, {"type": "text", "text": session.injection},
-                                   *user]
-            session.injection = None  # exactly once, whatever the agent answers
+        if cut.preamble:
+            session.preamble = cut.preamble
+            log.info("session %s: a preamble (%s) of %s forwarded, recorded as the preamble",
+                     session.id, cut.how, fingerprint(cut.preamble))
+        prompt, preamble, how = forwarded(list(params["prompt"]), cut, session.injection,
+                                          session.preamble)
+        session.injection = None  # exactly once, whatever the agent answers
+        turn = session.turn = Turn(prompt=cut.user, agent=self.agent_name, model=session.model,
+                                   preamble=sent(preamble, how, session.native_id))
+        forward = {**_with_session(params, session.native_id or ""), "prompt": prompt}
         try:
-            result = await self.agent.request("session/prompt", forwarded)
+            result = await self.agent.request("session/prompt", forward)
         except AgentExited as exc:
             await self._record_turn(session, turn, f"cut off: {exc}")
             raise RequestError.internal_error({"details": str(exc)}) from None
@@ -304,7 +301,8 @@ class Proxy:
         if messages is None:
             return
         await self.recorder.turn(session.key, messages, lifecycle.window_of_turn(
-            session, turn.window, messages[-1].id if len(messages) > 1 else None))
+            session, turn.window, messages[-1].id if len(messages) > 1 else None),
+            first=[turn.preamble] if turn.preamble is not None else [])
 
     # ------------------------------------------------------------ agent -> client
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import convlog
 from convlog.domain.conversation import AppendMessages, Command, RecordFact
-from convlog.domain.events import ContextWindowReported
+from convlog.domain.events import ContextWindowReported, PreambleSent
 
 log = logging.getLogger("convlog.acp")
 
@@ -41,15 +41,18 @@ class Recorder:
         await self.log.bind_native_session(key, native, agent)
 
     async def turn(self, key: str, messages: list[convlog.Message] | None,
-                   facts: Sequence[ContextWindowReported] = ()) -> None:
+                   facts: Sequence[ContextWindowReported] = (), *,
+                   first: Sequence[PreambleSent] = ()) -> None:
         """Record one turn's messages (None: it was already recorded), with `facts`
-        about it (its context window) in the same transaction."""
+        about it (its context window) after them and `first` (the preamble the agent
+        got with the prompt) before them, in the same transaction."""
         if not messages:
             return
-        if not facts:
+        if not facts and not first:
             await self._write(self.log.append_turn(key, messages), key)
             return
-        commands: list[Command] = [AppendMessages(messages=list(messages)),
+        commands: list[Command] = [*(RecordFact(event=f) for f in first),
+                                   AppendMessages(messages=list(messages)),
                                    *(RecordFact(event=f) for f in facts)]
         await self._write(asyncio.to_thread(self.log.sync.execute, key, commands), key)
 

@@ -28,6 +28,7 @@ from typing import Any
 import convlog
 from convlog.acp.native import KEY, Kept, prompt_updates
 from convlog.domain.content import AnyPart, Content
+from convlog.domain.events import PreambleSent
 
 MAX_TOOL_TEXT = 20_000
 """Characters of a tool's output kept in the record (the agent's output can be huge)."""
@@ -140,6 +141,8 @@ class Turn:
     closed: bool = False
     kept: Kept = field(default_factory=Kept)
     """Every update of the turn as the agent sent it (convlog.acp.native)."""
+    preamble: PreambleSent | None = None
+    """What the agent got for the model only with the prompt (recorded before it)."""
 
     def add(self, update: Any, cost_base: Decimal | None) -> Decimal | None:
         """Take one `session/update` payload; returns the session's cumulative USD cost

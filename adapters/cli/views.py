@@ -37,7 +37,8 @@ def _head(entry: ViewEntry) -> str:
         label = "!!" if entry.alert else "----"
     else:
         label = {"injection": "injected history", "summary": "summary",
-                 "memory": "memory block", "repair": "convlog repair"
+                 "memory": "memory block", "repair": "convlog repair",
+                 "preamble": "preamble"
                  }.get(entry.kind, entry.kind)
     sign = "~" if entry.gone else "#"
     return f"{sign}{entry.version:<4} {_when(entry.at)}  {label:>5}"

@@ -9,8 +9,9 @@ one). Tool arguments must stay JSON: a hook that breaks them is refused with the
 field named, rather than storing arguments no agent could replay. Besides messages,
 every other text a write stores from outside convlog passes the hook too: memory
 blocks, summaries (the host's summarizer wrote them), injected history, a title (and
-the agent's own payload kept with a title or a context window) and the error text of
-a failed resume tier (`redact_command`; the writer applies it to every command).
+the agent's own payload kept with a title or a context window), the host's preamble
+and the error text of a failed resume tier (`redact_command`; the writer applies it to
+every command).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
     ContextWindowReported,
     HistoryInjected,
+    PreambleSent,
     ResumeFailed,
     SummaryRecorded,
     TitleChanged,
@@ -126,6 +128,10 @@ def redact_command(redact: Redactor, command: Command) -> Command:
             return RecordFact(event=msgspec.structs.replace(
                 event, title=_apply(redact, event.title, "title"),
                 update=_json(redact, event.update, "update")))
+        elif isinstance(event, PreambleSent) and isinstance(event.text, str):
+            return RecordFact(event=msgspec.structs.replace(
+                event, text=_apply(redact, event.text, "text"),
+                blocks=_json(redact, event.blocks, "blocks")))
         elif isinstance(event, ContextWindowReported) and event.update is not None:
             return RecordFact(event=msgspec.structs.replace(
                 event, update=_json(redact, event.update, "update")))

@@ -65,6 +65,7 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "title_changed": frozenset({"title", "update"}),
     "context_window_reported": frozenset({"update"}),  # the agent's own payload (_meta)
     "memory_policy_set": frozenset(),
+    "preamble_sent": frozenset({"text", "blocks"}),
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }
 _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten
@@ -73,6 +74,7 @@ _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten
     "memory_injected": b'"memory_ids":[],"text":"[forgotten]"',
     "summary_recorded": b'"text":"[forgotten]"',
     "title_changed": b'"title":"[forgotten]"',
+    "preamble_sent": b'"text":"[forgotten]"',
 }
 MARK = b',"$sealed":"'
 _MARK_LEN = len(MARK)

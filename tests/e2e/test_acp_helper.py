@@ -121,3 +121,35 @@ def test_load_records_the_resume_and_a_native_agent_resumes_natively_first(
         rows = {r.group: r for r in log.telemetry(by="strategy")}
         assert rows["native"].succeeded == 1 and rows["native"].failed == 1
         assert rows["history"].succeeded == 2
+
+
+def test_record_keeps_the_agents_updates_and_a_marked_preamble_as_such(tmp_path: Path) -> None:
+    """`record()` writes a turn as the proxy does (issue 41): the updates the agent sent
+    kept for the replay, a block the host marked for the model recorded as the
+    preamble, the rest as the user's words; nothing the host sent is dropped."""
+    from acp.schema import Annotations, TextContentBlock
+
+    from convlog.acp import AgentSessions
+
+    system = TextContentBlock(type="text", text="You are terse.",
+                              annotations=Annotations(audience=["assistant"]))
+    call = acp.start_tool_call("c1", "Read a.py", kind="read", status="completed",
+                               raw_output={"lines": 3})
+
+    async def scenario() -> None:
+        async with await convlog.open_async(f"sqlite:///{tmp_path / 'a.db'}") as log:
+            sessions = AgentSessions(log, agent="minimal")
+            session_id = await sessions.new(str(tmp_path))
+            await sessions.record(session_id, [system, acp.text_block("read a.py")],
+                                  [call, acp.update_agent_message_text("3 lines")])
+            key = f"acp:{session_id}"
+            user, agent = await log.messages(key)
+            assert user.content == "read a.py"
+            assert agent.raw == {"acp": [call.model_dump(mode="json", by_alias=True,
+                                                         exclude_none=True),
+                                         {"sessionUpdate": "agent_message_chunk",
+                                          "content": {"type": "text", "text": "3 lines"}}]}
+            entries = (await log.view(key, "agent")).entries
+            assert [(e.kind, e.text) for e in entries][0] == ("preamble", "You are terse.")
+
+    asyncio.run(scenario())

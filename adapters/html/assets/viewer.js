@@ -61,7 +61,8 @@
     var li = el("li", "entry kind-" + e.kind);
     li.dataset.v = e.v;
     var label = { injection: "injected history", memory: "memory block", summary: "summary",
-      marker: "marker", repair: "convlog repair" }[e.kind] || e.kind;
+      marker: "marker", repair: "convlog repair", preamble: "preamble (system prompt)"
+    }[e.kind] || e.kind;
     li.appendChild(el("div", "head", "#" + e.v + " · " + label + (e.note ? " · " + e.note : "")));
     if (e.kind === "marker" || e.kind === "repair") li.appendChild(el("div", "text", e.text));
     else li.appendChild(collapsible("show the text the agent received", e.text, "injected", false));

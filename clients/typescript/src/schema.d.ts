@@ -708,7 +708,7 @@ export interface components {
          */
         EventOut: {
             version: number;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"];
         };
         /**
          * EventsIn
@@ -1054,6 +1054,28 @@ export interface components {
             fresh?: boolean | null;
         };
         /**
+         * PreambleSent
+         * @description Text the host put in a prompt for the model and not for the user (its system
+         *         prompt), as the agent received it with the turn that follows. Not dialogue: the
+         *         agent's view shows it; the user's view, transcripts, contexts and injected history
+         *         leave it out. `how`: ``marked`` (the host marked the blocks: ACP content
+         *         annotations ``audience: ["assistant"]``, or ``_meta: {"convlog/preamble": true}``),
+         *         ``guessed`` (convlog acp's first-block rule), ``resent`` (the proxy sent the last
+         *         one again to a new agent process, which the host did not know of).
+         */
+        PreambleSent: {
+            /** @enum {unknown} */
+            type: "preamble_sent";
+            text: string;
+            /** @enum {unknown} */
+            how: "guessed" | "marked" | "resent";
+            /** @default [] */
+            blocks?: Record<string, never>[];
+            /** @default null */
+            native_session_id?: string | null;
+            at: string;
+        };
+        /**
          * Problem
          * @description An error, as RFC 9457 `application/problem+json`. `field` names the offending
          *         field of the body or the query (``messages[2].role``, ``tokens``).
@@ -1337,7 +1359,7 @@ export interface components {
             at: string;
             type: string;
             details: string;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"];
         };
         /**
          * TitleChanged
@@ -1501,7 +1523,7 @@ export interface components {
             version: number;
             at: string;
             /** @enum {unknown} */
-            kind: "injection" | "marker" | "memory" | "message" | "repair" | "summary";
+            kind: "injection" | "marker" | "memory" | "message" | "preamble" | "repair" | "summary";
             text: string;
             /** @default null */
             role?: string | null;
