@@ -150,6 +150,6 @@ def test_record_keeps_the_agents_updates_and_a_marked_preamble_as_such(tmp_path:
                                          {"sessionUpdate": "agent_message_chunk",
                                           "content": {"type": "text", "text": "3 lines"}}]}
             entries = (await log.view(key, "agent")).entries
-            assert [(e.kind, e.text) for e in entries][0] == ("preamble", "You are terse.")
+            assert (entries[0].kind, entries[0].text) == ("preamble", "You are terse.")
 
     asyncio.run(scenario())
