@@ -58,6 +58,16 @@ def _subcommands(parser: argparse.ArgumentParser,
     return found
 
 
+def _resolved(document: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """`node`, or what its local `$ref` (``#/components/...``) points to."""
+    ref = node.get("$ref")
+    if not isinstance(ref, str):
+        return node
+    for part in ref.removeprefix("#/").split("/"):
+        document = document[part]
+    return document
+
+
 def http_reference(document: dict[str, Any]) -> str:
     out = ["# HTTP reference", "",
            "Generated from [openapi.json](openapi.json) by `python -m docs.gen_reference` (do",
@@ -67,7 +77,7 @@ def http_reference(document: dict[str, Any]) -> str:
         for method, operation in operations.items():
             out += [f"## `{method.upper()} {path}`", "",
                     f"`{operation['operationId']}`: {operation.get('summary', '')}", ""]
-            parameters = operation.get("parameters", [])
+            parameters = [_resolved(document, p) for p in operation.get("parameters", [])]
             if parameters:
                 out += ["| parameter | in | required | what |", "| --- | --- | --- | --- |"]
                 out += [f"| `{p['name']}` | {p['in']} | {'yes' if p.get('required') else 'no'}"

@@ -40,7 +40,9 @@ def installed(source: Path, name: str) -> Path:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     for file in ("package.json", "tsconfig.json"):
-        shutil.copy(source / file, work / file)
-    shutil.copytree(source / "src", work / "src")
+        if (source / file).exists():
+            shutil.copy(source / file, work / file)
+    if (source / "src").exists():
+        shutil.copytree(source / "src", work / "src")
     (work / "node_modules").symlink_to(home / "node_modules", target_is_directory=True)
     return work

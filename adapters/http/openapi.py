@@ -4,6 +4,15 @@ Request and answer schemas come from `msgspec.json.schema_components` on the ver
 types the server decodes and encodes, so the document cannot drift from the server.
 A copy is committed as docs/openapi.json (a test checks it equals the served one);
 regenerate it with `python -m convlog.http > docs/openapi.json`.
+
+What generators need from it, beyond msgspec's schemas (`_for_generators`): a
+discriminated union is a `oneOf` (its members exclusive by their tag; openapi-generator's
+typescript-fetch does not compile `anyOf` + discriminator), a free-form object says
+`additionalProperties: true` (else openapi-typescript types `metadata` as
+`Record<string, never>`), every POST declares the `Idempotency-Key` header it honours
+(a generated client then has a typed parameter for it), and a turn's message may omit
+its `type` tag, as the server accepts (`TurnMessage`). It passes Redocly's recommended
+rules (tests/e2e/test_openapi_generators.py).
 """
 
 from __future__ import annotations
@@ -35,6 +44,14 @@ ERRORS = {
            "retry after Retry-After",
 }
 REF = "#/components/schemas/{name}"
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": "Makes a retried POST safe: the same key with the same body gets the "
+                   "first answer back (`Idempotent-Replayed: true`), with another body a "
+                   "422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`...",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255}}
+HEALTH_ERRORS = ("400", "408", "421", "431", "503")
+"""What /health can answer besides 200 (it takes no token and no body)."""
 
 
 def _problem_responses() -> dict[str, Any]:
@@ -63,6 +80,8 @@ def _operation(endpoint: Endpoint, schemas: dict[Any, Any]) -> dict[str, Any]:
     else:
         ok = {"description": "OK", "content": {"application/json": {
             "schema": schemas[endpoint.answer]}}}
+    if endpoint.method == "POST":  # app._view honours the header on every POST
+        params.append({"$ref": "#/components/parameters/IdempotencyKey"})
     op: dict[str, Any] = {
         "operationId": endpoint.operation_id,
         "summary": endpoint.summary,
@@ -88,23 +107,58 @@ def document(endpoints: Sequence[Endpoint], version: str) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for e in endpoints:
         paths.setdefault(e.path, {})[e.method.lower()] = _operation(e, schemas)
+    problems = _problem_responses()
     paths["/health"] = {"get": {
         "operationId": "getHealth", "summary": "Liveness, version and backend", "tags": ["meta"],
         "security": [],
         "responses": {"200": {"description": "OK", "content": {"application/json": {
-            "schema": schemas[Health]}}}}}}
-    return {
+            "schema": schemas[Health]}}}, **{c: problems[c] for c in HEALTH_ERRORS}}}}
+    return _for_generators({
         "openapi": "3.1.0",
         "info": {"title": "convlog", "version": version,
                  "description": "An event-sourced conversation log for AI agent hosts, over "
-                 "HTTP. Errors are RFC 9457 problem documents."},
+                 "HTTP. Errors are RFC 9457 problem documents.",
+                 "license": {"name": "MIT", "identifier": "MIT"}},
+        "servers": [{"url": "http://127.0.0.1:8765",
+                     "description": "`convlog serve` on its default address"}],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(components.items())),
+            "parameters": {"IdempotencyKey": IDEMPOTENCY_KEY},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"bearer": []}],
-    }
+    })
+
+
+def _for_generators(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as client generators need it (see the module's docstring)."""
+    schemas = document["components"]["schemas"]
+    if "TurnIn" in schemas and "MessageLine" in schemas:
+        message = {**schemas["MessageLine"], "title": "TurnMessage",
+                   "required": [r for r in schemas["MessageLine"]["required"] if r != "type"]}
+        message["description"] = ("A message of a turn: a `message` line of `convlog "
+                                  "record`, whose `type` may be left out.")
+        schemas["TurnMessage"] = message
+        schemas["TurnIn"]["properties"]["messages"]["items"] = {
+            "$ref": REF.format(name="TurnMessage")}
+        document["components"]["schemas"] = dict(sorted(schemas.items()))
+    refined: dict[str, Any] = _refined(document)
+    return refined
+
+
+def _refined(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_refined(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _refined(value) for key, value in node.items()}
+    if "anyOf" in out and "discriminator" in out:  # members exclusive by their tag
+        out = {("oneOf" if key == "anyOf" else key): value for key, value in out.items()}
+    if out.get("type") == "object" and not {"properties", "additionalProperties",
+                                            "patternProperties"} & out.keys():
+        out["additionalProperties"] = True  # free-form: any JSON object
+    return out
 
 
 def encoded(endpoints: Sequence[Endpoint], version: str) -> bytes:

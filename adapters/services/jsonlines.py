@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from convlog.domain.content import (
+    ROLES,
     AnyPart,
     ImagePart,
     TextPart,
@@ -126,8 +127,14 @@ class SessionStartedLine(Line, tag="session_started", frozen=True):
     metadata: dict[str, Any] = {}
 
 
+RoleIn = Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(ROLES)})]
+"""A message's role: an enum of the roles in the JSON Schema (so a generated client
+refuses "usr"), any str when decoding, so that `Message` says why one is refused
+(`system` gets its own error)."""
+
+
 class MessageLine(Line, tag="message", frozen=True):
-    role: str
+    role: RoleIn
     content: str | list[PartIn]
     id: str | None = None
     model: str | None = None

@@ -458,7 +458,10 @@ export interface components {
          *         The conversation stays as it was; a later load opens a new agent session.
          */
         AgentSessionClosed: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "agent_session_closed";
             /** @default null */
             native_session_id?: string | null;
@@ -533,7 +536,9 @@ export interface components {
             key: string;
             format: string;
             text: string;
-            messages: Record<string, never>[] | null;
+            messages: {
+                [key: string]: unknown;
+            }[] | null;
             tokens: number;
             message_count: number;
             omitted: number;
@@ -551,7 +556,10 @@ export interface components {
          *         the window was when a later resume failed.
          */
         ContextWindowReported: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "context_window_reported";
             used: number;
             size: number;
@@ -560,12 +568,17 @@ export interface components {
             /** @default null */
             native_session_id?: string | null;
             /** @default null */
-            update?: Record<string, never> | null;
+            update?: {
+                [key: string]: unknown;
+            } | null;
             at: string;
         };
         /** ConversationArchived */
         ConversationArchived: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_archived";
             /** @default null */
             reason?: string | null;
@@ -576,7 +589,10 @@ export interface components {
          * @description A new epoch: later context starts empty; earlier history is kept for the record.
          */
         ConversationCleared: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "conversation_cleared";
             /** @default null */
             reason?: string | null;
@@ -584,7 +600,10 @@ export interface components {
         };
         /** ConversationClearedLine */
         ConversationClearedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "conversation_cleared";
             /** @default null */
             reason?: string | null;
@@ -596,7 +615,10 @@ export interface components {
          *         is `forget`.
          */
         ConversationDeleted: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "conversation_deleted";
             /** @default null */
             reason?: string | null;
@@ -651,7 +673,10 @@ export interface components {
         };
         /** ConversationReactivated */
         ConversationReactivated: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_reactivated";
             at: string;
         };
@@ -660,7 +685,10 @@ export interface components {
          * @description A conversation began under a key the host chose (``discord:thread:42``).
          */
         ConversationStarted: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_started";
             key: string;
             /** @default null */
@@ -674,7 +702,9 @@ export interface components {
             /** @default null */
             workspace?: string | null;
             /** @default {} */
-            metadata?: Record<string, never>;
+            metadata?: {
+                [key: string]: unknown;
+            };
             at: string;
         };
         /** ConversationView */
@@ -722,7 +752,9 @@ export interface components {
         FunctionIn: {
             name: string;
             /** @default {} */
-            arguments?: string | Record<string, never>;
+            arguments?: string | {
+                [key: string]: unknown;
+            };
         };
         /** Health */
         Health: {
@@ -735,7 +767,10 @@ export interface components {
          * @description The exact text convlog handed to a fresh agent session, and what it covered.
          */
         HistoryInjected: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "history_injected";
             from_version: number;
             to_version: number;
@@ -749,7 +784,10 @@ export interface components {
         };
         /** HistoryInjectedLine */
         HistoryInjectedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "history_injected";
             from_version: number;
             to_version: number;
@@ -762,7 +800,10 @@ export interface components {
         };
         /** ImageIn */
         ImageIn: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "image";
             ref: string;
             /** @default null */
@@ -775,7 +816,10 @@ export interface components {
          * @description A reference to an image (a URL or a host-side file id), never the bytes.
          */
         ImagePart: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "image";
             ref: string;
             /** @default null */
@@ -856,7 +900,10 @@ export interface components {
          *         event's own position). Whether it is still live is a projection of the log.
          */
         MemoryInjected: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "memory_injected";
             block_id: string;
             memory_ids: string[];
@@ -872,7 +919,10 @@ export interface components {
          *         memory ids is cooling down.
          */
         MemoryInjectedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "memory_injected";
             text: string;
             /** @default [] */
@@ -901,7 +951,10 @@ export interface components {
          *         projection applies the policy that was in force at each point.
          */
         MemoryPolicySet: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "memory_policy_set";
             max_injected_blocks_in_history: number;
             context_window_depth: number;
@@ -929,7 +982,10 @@ export interface components {
          * @description One message as the user or the agent saw it. Never a system prompt.
          */
         MessageAppended: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "message_appended";
             message_id: string;
             /** @enum {unknown} */
@@ -956,14 +1012,20 @@ export interface components {
             /** @default null */
             response_id?: string | null;
             /** @default null */
-            raw?: Record<string, never> | null;
+            raw?: {
+                [key: string]: unknown;
+            } | null;
             at: string;
         };
         /** MessageLine */
         MessageLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "message";
-            role: string;
+            /** @enum {string} */
+            role: "user" | "assistant" | "tool";
             content: string | (components["schemas"]["TextIn"] | components["schemas"]["ImageIn"] | components["schemas"]["ToolUseIn"] | components["schemas"]["ToolResultIn"] | components["schemas"]["ThinkingIn"])[];
             /** @default null */
             id?: string | null;
@@ -993,7 +1055,10 @@ export interface components {
          *         contexts and SDK stores skip it from here on.
          */
         MessageRetracted: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "message_retracted";
             message_id: string;
             /** @default null */
@@ -1013,7 +1078,10 @@ export interface components {
          * @description The agent's own session id for this conversation (e.g. an ACP ``sessionId``).
          */
         NativeSessionBound: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "native_session_bound";
             native_session_id: string;
             /** @default null */
@@ -1022,7 +1090,10 @@ export interface components {
         };
         /** NativeSessionBoundLine */
         NativeSessionBoundLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "native_session_bound";
             native_session_id: string;
             /** @default null */
@@ -1064,13 +1135,18 @@ export interface components {
          *         one again to a new agent process, which the host did not know of).
          */
         PreambleSent: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "preamble_sent";
             text: string;
             /** @enum {unknown} */
             how: "guessed" | "marked" | "resent";
             /** @default [] */
-            blocks?: Record<string, never>[];
+            blocks?: {
+                [key: string]: unknown;
+            }[];
             /** @default null */
             native_session_id?: string | null;
             at: string;
@@ -1111,7 +1187,10 @@ export interface components {
         };
         /** ResumeAttempted */
         ResumeAttempted: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "resume_attempted";
             strategy: string;
             /** @default null */
@@ -1120,7 +1199,10 @@ export interface components {
         };
         /** ResumeAttemptedLine */
         ResumeAttemptedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "resume_attempted";
             strategy: string;
             /** @default null */
@@ -1128,7 +1210,10 @@ export interface components {
         };
         /** ResumeFailed */
         ResumeFailed: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "resume_failed";
             strategy: string;
             /**
@@ -1146,7 +1231,10 @@ export interface components {
         };
         /** ResumeFailedLine */
         ResumeFailedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "resume_failed";
             strategy: string;
             /**
@@ -1163,7 +1251,10 @@ export interface components {
         };
         /** ResumeSucceeded */
         ResumeSucceeded: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "resume_succeeded";
             strategy: string;
             /** @default null */
@@ -1176,7 +1267,10 @@ export interface components {
         };
         /** ResumeSucceededLine */
         ResumeSucceededLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "resume_succeeded";
             strategy: string;
             /** @default null */
@@ -1210,19 +1304,28 @@ export interface components {
         };
         /** SessionArchivedLine */
         SessionArchivedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_archived";
             /** @default null */
             reason?: string | null;
         };
         /** SessionReactivatedLine */
         SessionReactivatedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_reactivated";
         };
         /** SessionStartedLine */
         SessionStartedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_started";
             /** @default null */
             user?: string | null;
@@ -1235,7 +1338,9 @@ export interface components {
             /** @default null */
             workspace?: string | null;
             /** @default {} */
-            metadata?: Record<string, never>;
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * SqlIn
@@ -1269,7 +1374,9 @@ export interface components {
             /** @default null */
             workspace?: string | null;
             /** @default {} */
-            metadata?: Record<string, never>;
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         /** StateChange */
         StateChange: {
@@ -1285,7 +1392,10 @@ export interface components {
          *         replay shows exactly what the agent was told.
          */
         SummaryRecorded: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "summary_recorded";
             from_version: number;
             to_version: number;
@@ -1298,7 +1408,10 @@ export interface components {
         };
         /** SummaryRecordedLine */
         SummaryRecordedLine: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "summary_recorded";
             from_version: number;
             to_version: number;
@@ -1331,25 +1444,37 @@ export interface components {
         };
         /** TextIn */
         TextIn: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "text";
             text: string;
         };
         /** TextPart */
         TextPart: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "text";
             text: string;
         };
         /** ThinkingIn */
         ThinkingIn: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "thinking";
             text: string;
         };
         /** ThinkingPart */
         ThinkingPart: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "thinking";
             text: string;
         };
@@ -1366,11 +1491,16 @@ export interface components {
          * @description A new title for the conversation, e.g. the agent's ACP `session_info_update`.
          */
         TitleChanged: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "title_changed";
             title: string;
             /** @default null */
-            update?: Record<string, never> | null;
+            update?: {
+                [key: string]: unknown;
+            } | null;
             at: string;
         };
         /**
@@ -1395,13 +1525,18 @@ export interface components {
             /** @default null */
             name?: string | null;
             /** @default null */
-            arguments?: string | Record<string, never> | null;
+            arguments?: string | {
+                [key: string]: unknown;
+            } | null;
             /** @default null */
             function?: components["schemas"]["FunctionIn"] | null;
         };
         /** ToolResultIn */
         ToolResultIn: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "tool_result";
             tool_use_id: string;
             content: string;
@@ -1410,7 +1545,10 @@ export interface components {
         };
         /** ToolResultPart */
         ToolResultPart: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "tool_result";
             tool_use_id: string;
             content: string;
@@ -1419,18 +1557,28 @@ export interface components {
         };
         /** ToolUseIn */
         ToolUseIn: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "tool_use";
             id: string;
             name: string;
             /** @default null */
-            arguments?: string | Record<string, never> | null;
+            arguments?: string | {
+                [key: string]: unknown;
+            } | null;
             /** @default null */
-            input?: Record<string, never> | null;
+            input?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** ToolUsePart */
         ToolUsePart: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "tool_use";
             id: string;
             name: string;
@@ -1458,7 +1606,38 @@ export interface components {
          *         there is one, else a fresh one.
          */
         TurnIn: {
-            messages: components["schemas"]["MessageLine"][];
+            messages: components["schemas"]["TurnMessage"][];
+        };
+        /**
+         * TurnMessage
+         * @description A message of a turn: a `message` line of `convlog record`, whose `type` may be left out.
+         */
+        TurnMessage: {
+            /** @enum {unknown} */
+            type?: "message";
+            /** @enum {string} */
+            role: "user" | "assistant" | "tool";
+            content: string | (components["schemas"]["TextIn"] | components["schemas"]["ImageIn"] | components["schemas"]["ToolUseIn"] | components["schemas"]["ToolResultIn"] | components["schemas"]["ThinkingIn"])[];
+            /** @default null */
+            id?: string | null;
+            /** @default null */
+            model?: string | null;
+            /** @default null */
+            agent?: string | null;
+            /** @default null */
+            usage?: components["schemas"]["UsageIn"] | null;
+            /** @default null */
+            cost_usd?: string | null;
+            /** @default [] */
+            tool_calls?: components["schemas"]["ToolCallIn"][];
+            /** @default null */
+            tool_call_id?: string | null;
+            /** @default null */
+            tokens?: number | null;
+            /** @default null */
+            created_at?: string | null;
+            /** @default null */
+            response_id?: string | null;
         };
         /**
          * Usage
@@ -1496,7 +1675,10 @@ export interface components {
          *         forgotten, when and at whose request; never what was erased.
          */
         UserForgotten: {
-            /** @enum {unknown} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "user_forgotten";
             user: string;
             /** @default null */
@@ -1549,7 +1731,10 @@ export interface components {
         };
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+        IdempotencyKey: string;
+    };
     requestBodies: never;
     headers: never;
     pathItems: never;
@@ -1572,6 +1757,51 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1879,7 +2109,10 @@ export interface operations {
     startConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2160,7 +2393,10 @@ export interface operations {
     archiveConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -2304,7 +2540,10 @@ export interface operations {
     clearConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -2744,7 +2983,10 @@ export interface operations {
     recordEvents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -3031,7 +3273,10 @@ export interface operations {
     injectMemory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -3462,7 +3707,10 @@ export interface operations {
     bindNativeSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -3606,7 +3854,10 @@ export interface operations {
     reactivateConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -3891,7 +4142,10 @@ export interface operations {
     recordResumeAttempt: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -4035,7 +4289,10 @@ export interface operations {
     requestInjection: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -4179,7 +4436,10 @@ export interface operations {
     recordResumeOutcome: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -4753,7 +5013,10 @@ export interface operations {
     appendTurn: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description the conversation key the host chose, URL-encoded */
                 key: string;
@@ -5039,7 +5302,10 @@ export interface operations {
     runSql: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
