@@ -59,9 +59,9 @@ end
 function request()
   counter = counter + 1
   local id = tid .. "-" .. counter
-  local body = '{"messages":[{"role":"user","id":"' .. id .. '-q","content":' ..
+  local body = '{"messages":[{"type": "message", "role":"user","id":"' .. id .. '-q","content":' ..
     '"What did we decide about auth for the mobile client, request ' .. id .. '?"},' ..
-    '{"role":"assistant","id":"' .. id .. '-a","model":"gpt-4o","content":' ..
+    '{"type": "message", "role":"assistant","id":"' .. id .. '-a","model":"gpt-4o","content":' ..
     '"JWT with rotating keys, rotated every 24 hours.",' ..
     '"usage":{"input_tokens":812,"output_tokens":12}}]}'
   local path = "/v1/conversations/bench-" .. tid .. "-" .. (counter % 32) .. "/turns"
@@ -171,7 +171,7 @@ def main() -> int:
         try:
             with httpx.Client(base_url=url, timeout=60) as client:  # warm up, seed history
                 client.post("/v1/conversations/warm/turns", json={"messages": [
-                    {"role": "user", "content": "warm-up"}]}).raise_for_status()
+                    {"type": "message", "role": "user", "content": "warm-up"}]}).raise_for_status()
                 client.post("/v1/conversations/ctx/turns", json={"messages": [
                     {"role": m.role, "content": m.content, "id": m.id}
                     for m in history(HISTORY_MESSAGES)]}).raise_for_status()

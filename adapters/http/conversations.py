@@ -7,8 +7,9 @@ and executed as ONE transaction, so HTTP writes obey exactly the rules of the li
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -30,6 +31,7 @@ from convlog.http import idempotency
 from convlog.http.endpoint import Call, Endpoint, Param
 from convlog.http.problems import ProblemError
 from convlog.http.schema import (
+    Body,
     EventsIn,
     NativeSessionIn,
     ReasonIn,
@@ -42,7 +44,16 @@ from convlog.projections.context import Budget
 from convlog.projections.formats import FORMATS
 from convlog.projections.replay_views import VIEWS, parse_point
 from convlog.projections.transcript import TranscriptLine
-from convlog.services.jsonlines import MessageLine, SessionStartedLine, to_command, to_message
+from convlog.services.jsonlines import (
+    MessageLine,
+    SessionStartedLine,
+    decode_line,
+    decode_message,
+    to_command,
+    to_message,
+)
+
+T = TypeVar("T")
 
 
 async def start(call: Call) -> convlog.ConversationInfo:
@@ -79,22 +90,46 @@ def _message(line: MessageLine, index: int, idem: str | None) -> convlog.Message
         raise exc.nested(f"messages[{index}]") from None
 
 
+class _TurnWire(Body, frozen=True):
+    """`TurnIn` as it is read: each message decoded by `convlog record`'s decoder."""
+
+    messages: list[msgspec.Raw]
+
+
+class _EventsWire(Body, frozen=True):
+    """`EventsIn` as it is read: each line decoded by `convlog record`'s decoder."""
+
+    events: list[msgspec.Raw]
+
+
+def _item(decode: Callable[..., T], raw: msgspec.Raw, where: str) -> T:
+    """One item of a body, by the line decoder (the body was checked for keys given
+    twice already); its errors located under `where` (``messages[2].role``)."""
+    try:
+        return decode(bytes(raw), checked=True)
+    except InvalidInput as exc:
+        raise exc.nested(where) from None
+
+
 async def append_turn(call: Call) -> convlog.AppendResult:
-    body = await call.body(TurnIn)
+    body = await call.body(_TurnWire)
     if not body.messages:
         raise InvalidInput("a turn needs at least one message", field="messages")
     idem = idempotency.check_key(call.request.headers.get(idempotency.HEADER))
-    messages = [_message(m, i, idem) for i, m in enumerate(body.messages)]
+    lines = [_item(decode_message, raw, f"messages[{i}]")
+             for i, raw in enumerate(body.messages)]
+    messages = [_message(m, i, idem) for i, m in enumerate(lines)]
     key, first = await call.writable()
     return await call.write(key, [*first, AppendMessages(messages=messages)])
 
 
 async def record(call: Call) -> convlog.AppendResult:
-    body = await call.body(EventsIn)
+    body = await call.body(_EventsWire)
     if not body.events:
         raise InvalidInput("give at least one event", field="events")
     commands: list[Command] = []
-    for i, line in enumerate(body.events):
+    for i, raw in enumerate(body.events):
+        line = _item(decode_line, raw, f"events[{i}]")
         if isinstance(line, SessionStartedLine) and not call.principal.admin:
             if line.user not in (None, call.principal.user):
                 raise ProblemError(403, "forbidden", "a user token records conversations of "

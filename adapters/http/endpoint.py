@@ -28,6 +28,7 @@ from convlog.http.auth import Auth, Principal
 from convlog.http.idempotency import IdempotencyCache
 from convlog.http.problems import ProblemError
 from convlog.projections.view_model import parse_time
+from convlog.services.jsonstrict import decode
 
 T = TypeVar("T")
 INLINE_MAX = 64 * 1024
@@ -98,7 +99,12 @@ class Call:
         raw = await self.request.body()
         if not raw.strip():
             raise ProblemError(400, "empty-body", "this endpoint needs a JSON body")
-        return msgspec.json.decode(raw, type=kind)
+        try:
+            return decode(raw, kind)  # the decoder of `convlog record`: one set of rules
+        except InvalidInput as exc:
+            if exc.field is None and type(exc) is InvalidInput:  # the body as a whole
+                raise InvalidInput(exc.reason, field="body") from None
+            raise
 
     # ---------------------------------------------------------------- query
 

@@ -25,6 +25,7 @@ from convlog.domain.errors import (
 )
 from convlog.domain.memory import MemoryCooling
 from convlog.http.schema import Problem
+from convlog.services.jsonstrict import MalformedJSON, validation_error
 
 PROBLEM_TYPE = "application/problem+json"
 log = logging.getLogger("convlog.http")
@@ -72,17 +73,11 @@ def problem_response(status: int, slug: str, detail: str, *, field: str | None =
 
 
 def validation_field(text: str) -> tuple[str, str | None]:
-    """msgspec's "Expected `int`, got `str` - at `$.budget.tokens`" -> (message, field);
-    for an unknown or missing field, the field is that one (``messages[0].colour``)."""
-    message, _, path = text.partition(" - at `")
-    field = path.rstrip("`").removeprefix("$.").removeprefix("$") or None
-    for old, new in (("Object missing required field", "missing required field"),
-                     ("Object contains unknown field", "unknown field")):
-        if message.startswith(old):
-            name = message.removeprefix(old).strip().strip("`")
-            field = f"{field}.{name}" if field else name
-            message = message.replace(old, new)
-    return message[:1].lower() + message[1:], field or "body"  # the body as a whole
+    """msgspec's "Expected `int`, got `str` - at `$.budget.tokens`" -> (message, field),
+    as `convlog record` says it (convlog.services.jsonstrict.validation_error); the
+    body as a whole when no field is named."""
+    error = validation_error(text)
+    return error.reason, error.field or "body"
 
 
 def to_problem(exc: BaseException, instance: str | None = None) -> Response:
@@ -99,6 +94,9 @@ def to_problem(exc: BaseException, instance: str | None = None) -> Response:
     if isinstance(exc, RecursionError):
         return problem_response(400, "malformed-json", "JSON nested too deeply",
                                 instance=instance)
+    if isinstance(exc, MalformedJSON):
+        return problem_response(400, "malformed-json", f"the body is not valid JSON: "
+                                f"{exc.reason}", field=exc.field, instance=instance)
     if isinstance(exc, InvalidInput):
         detail = f"{exc.where}: {exc.reason}" if exc.where else exc.reason
         slug = "memory-cooling" if isinstance(exc, MemoryCooling) else "invalid-input"

@@ -151,7 +151,7 @@ def message_body(message: convlog.Message) -> dict[str, Any]:
     body.pop("token_counter", None)
     if message.cost_usd is not None:
         body["cost_usd"] = str(message.cost_usd)
-    return {k: v for k, v in body.items() if v is not None and v != []}
+    return {"type": "message", **{k: v for k, v in body.items() if v is not None and v != []}}
 
 
 def conversation_path(key: str) -> str:

@@ -49,7 +49,7 @@ from convlog.domain.events import (
 )
 from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
-from convlog.services.jsonstrict import check_bom, check_duplicate_keys, explain_decode_error
+from convlog.services.jsonstrict import decode
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -253,31 +253,22 @@ def parse_lines(data: bytes, source: str = "stdin") -> tuple[list[Command], list
     return commands, origins
 
 
-def decode_line(raw: bytes) -> AnyLine:
-    check_bom(raw)
-    try:
-        line = _decoder.decode(raw)
-    except msgspec.ValidationError as exc:
-        raise _validation_error(str(exc)) from None
-    except msgspec.DecodeError as exc:
-        raise explain_decode_error(raw) or InvalidInput(f"not a JSON object: {exc}") from None
-    except RecursionError:
-        raise InvalidInput("JSON nested too deeply") from None
-    check_duplicate_keys(raw)
+def decode_line(raw: bytes, *, checked: bool = False) -> AnyLine:
+    """One line, as every surface decodes it (`convlog record`'s lines, each item of
+    HTTP `/events` and `/turns`): a `type` is required, unknown fields and a key given
+    twice are refused, each error naming its field. `checked`: the enclosing document
+    was checked for duplicate keys already."""
+    return decode(raw, AnyLine, checked=checked, decoder=_decoder, types=LINE_TYPES)
+
+
+def decode_message(raw: bytes, *, checked: bool = False) -> MessageLine:
+    """A line that must be a message (an item of HTTP `/turns`): `decode_line`, then
+    its `type` must be ``message``."""
+    line = decode_line(raw, checked=checked)
+    if not isinstance(line, MessageLine):
+        raise InvalidInput(f"expected a message line, got type "
+                           f"{line.__struct_config__.tag!r}", field="type")
     return line
-
-
-def _validation_error(text: str) -> InvalidInput:
-    message, _, path = text.partition(" - at `")
-    field = path.rstrip("`").removeprefix("$.").removeprefix("$") or None
-    if field == "type" and message.startswith("Invalid value"):
-        message = (f"unknown event type {message.removeprefix('Invalid value ')}; "
-                   f"expected one of {', '.join(LINE_TYPES)}")
-    elif message.startswith("Object missing required field"):
-        message = message.replace("Object missing required field", "missing required field")
-    elif message.startswith("Object contains unknown field"):
-        message = message.replace("Object contains unknown field", "unknown field")
-    return InvalidInput(message[:1].lower() + message[1:], field=field)
 
 
 def to_command(line: AnyLine) -> Command:

@@ -1,4 +1,9 @@
-"""What msgspec lets through or explains badly in a JSON line, said plainly.
+"""One JSON decoder for everything a host sends: `convlog record`'s lines and every
+HTTP body (issue 42: `/turns` took a key given twice that `record` refused).
+
+`decode(raw, type)` is msgspec's typed decode plus what msgspec lets through or
+explains badly, said plainly, each as an InvalidInput naming the field the same way
+on every surface (``messages[0].role``, ``colour``).
 
 msgspec keeps the last of two equal keys without a word (`{"content": "a",
 "content": "b"}` would silently store "b"), calls a lone surrogate escape
@@ -11,11 +16,19 @@ next to the ~1 us of msgspec): a silently dropped value is worth that.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
 
 from convlog.domain.errors import InvalidInput
 
 BOM = b"\xef\xbb\xbf"
+T = TypeVar("T")
+
+
+class MalformedJSON(InvalidInput):
+    """Not JSON at all (HTTP answers 400 `malformed-json`), as opposed to JSON that
+    breaks a rule (422)."""
 
 
 class _Duplicate(Exception):
@@ -64,7 +77,7 @@ def explain_decode_error(raw: bytes) -> InvalidInput | None:
     field = _lone_surrogate(value, "")
     if field is None:
         return None
-    return InvalidInput("a \\uXXXX escape is a lone surrogate (half of a UTF-16 pair), "
+    return MalformedJSON("a \\uXXXX escape is a lone surrogate (half of a UTF-16 pair), "
                         "which is not valid Unicode", field=field or None)
 
 
@@ -93,3 +106,46 @@ def _broken(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def decode(raw: bytes, kind: type[T] | Any, *, checked: bool = False,
+           decoder: msgspec.json.Decoder[Any] | None = None,
+           types: tuple[str, ...] = ()) -> T:
+    """`raw` as `kind`, or one InvalidInput naming the field: msgspec's typed decode,
+    then no key given twice in any object (`checked`: the caller checked an
+    enclosing document already). `decoder`: a prebuilt decoder of `kind`; `types`:
+    the line types a wrong `type` is told about."""
+    check_bom(raw)
+    try:
+        value: T = decoder.decode(raw) if decoder is not None else msgspec.json.decode(
+            raw, type=kind)
+    except msgspec.ValidationError as exc:
+        raise validation_error(str(exc), types) from None
+    except msgspec.DecodeError as exc:
+        raise explain_decode_error(raw) or MalformedJSON(f"not a JSON object: {exc}") from None
+    except RecursionError:
+        raise MalformedJSON("JSON nested too deeply") from None
+    if not checked:
+        check_duplicate_keys(raw)
+    return value
+
+
+def validation_error(text: str, types: tuple[str, ...] = ()) -> InvalidInput:
+    """msgspec's "Expected `int`, got `str` - at `$.budget.tokens`" as an InvalidInput
+    whose field is the path (``budget.tokens``); for an unknown or missing field, the
+    field is that one (``messages[0].colour``). `types`: the line types, named when
+    a `type` is not one of them."""
+    message, _, path = text.partition(" - at `")
+    field = path.rstrip("`").removeprefix("$.").removeprefix("$")
+    for old, new in (("Object missing required field", "missing required field"),
+                     ("Object contains unknown field", "unknown field")):
+        if message.startswith(old):
+            name = message.removeprefix(old).strip().strip("`")
+            field = f"{field}.{name}" if field else name
+            message = message.replace(old, new)
+    if field.rsplit(".", 1)[-1] == "type" and message.startswith("missing required"):
+        message += ' (every line names its type: a message is {"type": "message", ...})'
+    if types and field.rsplit(".", 1)[-1] == "type" and message.startswith("Invalid value"):
+        message = (f"unknown event type {message.removeprefix('Invalid value ')}; "
+                   f"expected one of {', '.join(types)}")
+    return InvalidInput(message[:1].lower() + message[1:], field=field or None)

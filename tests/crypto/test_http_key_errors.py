@@ -22,7 +22,7 @@ def test_forgotten_and_rotated_elsewhere(tmp_path: Path, monkeypatch: pytest.Mon
     with convlog.open(url, preload_tokenizer=False) as log, served(log) as base, \
             httpx.Client(base_url=base, timeout=10) as http:
         http.post("/v1/conversations", json={"key": "k", "user": "alice"})
-        turn = {"messages": [{"role": "user", "content": "hi"}]}
+        turn = {"messages": [{"type": "message", "role": "user", "content": "hi"}]}
         assert http.post("/v1/conversations/k/turns", json=turn).status_code == 200
         log.forget(user="alice")
         gone = http.post("/v1/conversations/k/turns", json=turn)

@@ -14,7 +14,7 @@ from tests.httpserver import ADMIN_TOKEN, spawn_serve
 
 PROBLEM = "application/problem+json"
 EVIL = "https://evil.example"
-TURN = b'{"messages": [{"role": "user", "content": "planted"}]}'
+TURN = b'{"messages": [{"type": "message", "role": "user", "content": "planted"}]}'
 
 
 def _problem(answer: httpx.Response, status: int, field: str) -> None:

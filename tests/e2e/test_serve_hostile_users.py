@@ -15,7 +15,7 @@ import httpx
 import convlog
 from tests.httpserver import ADMIN_TOKEN, address, assert_problem, read_answer, spawn_serve
 
-TURN = b'{"messages": [{"role": "user", "content": "hi"}]}'
+TURN = b'{"messages": [{"type": "message", "role": "user", "content": "hi"}]}'
 
 
 def _chunked_post(url: str) -> bytes:
@@ -31,7 +31,8 @@ def test_a_turn_of_two_million_spaces_is_recorded_and_counted(tmp_path: Path) ->
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path) as (url, _), \
             httpx.Client(base_url=url, timeout=60) as http:
         turn = http.post("/v1/conversations/k/turns",
-                         json={"messages": [{"role": "user", "content": " " * 2_000_000}]})
+                         json={"messages": [{"type": "message", "role": "user",
+                                             "content": " " * 2_000_000}]})
         assert turn.status_code < 300, turn.text
         context = http.get("/v1/conversations/k/context", params={"tokens": 100_000})
         assert context.status_code == 200, context.text

@@ -13,8 +13,8 @@ import convlog
 from tests.httpserver import spawn_serve
 
 PATH = "/v1/conversations/k/turns"
-FIRST = {"messages": [{"role": "user", "content": "the first body"}]}
-OTHER = {"messages": [{"role": "user", "content": "ANOTHER body, same key"}]}
+FIRST = {"messages": [{"type": "message", "role": "user", "content": "the first body"}]}
+OTHER = {"messages": [{"type": "message", "role": "user", "content": "ANOTHER body, same key"}]}
 
 
 def _post(url: str, body: dict[str, Any]) -> httpx.Response:

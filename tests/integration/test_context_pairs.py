@@ -114,11 +114,12 @@ def http(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[httpx.Clien
 
 def test_the_http_context_is_paired_in_every_format(http: httpx.Client) -> None:
     turn = {"messages": [
-        {"role": "user", "content": "find it", "id": "u"},
-        {"role": "assistant", "content": "", "id": "c", "tool_calls": [
+        {"type": "message", "role": "user", "content": "find it", "id": "u"},
+        {"type": "message", "role": "assistant", "content": "", "id": "c", "tool_calls": [
             {"id": "c1", "name": "search", "arguments": "{}"}]},
-        {"role": "tool", "content": "RESULT-OF-C1", "tool_call_id": "c1", "id": "r1"},
-        {"role": "assistant", "content": "", "id": "c2", "tool_calls": [
+        {"type": "message", "role": "tool", "content": "RESULT-OF-C1", "tool_call_id": "c1",
+         "id": "r1"},
+        {"type": "message", "role": "assistant", "content": "", "id": "c2", "tool_calls": [
             {"id": "c2", "name": "fetch", "arguments": "{}"}]},
     ]}
     assert http.post("/v1/conversations", json={"key": "k"}).status_code == 200

@@ -14,9 +14,9 @@ from tests.conftest import open_backend
 from tests.httpserver import served
 
 TURN = {"messages": [
-    {"role": "user", "content": "What did we decide about auth?", "id": "m1"},
-    {"role": "assistant", "content": "JWT with rotating keys.", "id": "m2", "model": "gpt-4o",
-     "usage": {"input_tokens": 812, "output_tokens": 9}},
+    {"type": "message", "role": "user", "content": "What did we decide about auth?", "id": "m1"},
+    {"type": "message", "role": "assistant", "content": "JWT with rotating keys.", "id": "m2",
+     "model": "gpt-4o", "usage": {"input_tokens": 812, "output_tokens": 9}},
 ]}
 
 
@@ -78,8 +78,8 @@ def test_context_in_every_format_and_budget(http: httpx.Client) -> None:
 
 
 def test_idempotency_key_derives_ids_and_replays_answers(http: httpx.Client) -> None:
-    turn = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant",
-                                                             "content": "hello"}]}
+    turn = {"messages": [{"type": "message", "role": "user", "content": "hi"},
+                         {"type": "message", "role": "assistant", "content": "hello"}]}
     headers = {"Idempotency-Key": "req-1"}
     first = http.post("/v1/conversations/k/turns", json=turn, headers=headers)
     assert first.json()["appended"] == ["req-1#0", "req-1#1"]
@@ -87,7 +87,7 @@ def test_idempotency_key_derives_ids_and_replays_answers(http: httpx.Client) -> 
     assert retry.headers["idempotent-replayed"] == "true" and retry.json() == first.json()
     assert len(http.get("/v1/conversations/k/messages").json()) == 2
     other = http.post("/v1/conversations/k/turns", json={"messages": [
-        {"role": "user", "content": "something else"}]}, headers=headers)
+        {"type": "message", "role": "user", "content": "something else"}]}, headers=headers)
     assert problem(other, 422)["field"] == "Idempotency-Key"
     archived = http.post("/v1/conversations/k/archive", json={}, headers={
         "Idempotency-Key": "a-1"})
@@ -102,13 +102,18 @@ def test_errors_are_problems_naming_the_field(http: httpx.Client) -> None:
     assert problem(http.post(url, content=b"{not json", headers=typed),
                    400)["type"].endswith("malformed-json")
     problem(http.post(url, content=b"", headers=typed), 400)
-    assert problem(http.post(url, json={"messages": [{"role": "system", "content": "x"}]}),
-                   422)["field"] == "messages[0].role"
-    assert problem(http.post(url, json={"messages": [{"role": "user", "content": 3}]}),
-                   422)["field"] == "messages[0].content"
+    assert problem(http.post(url, json={"messages": [
+        {"type": "message", "role": "system", "content": "x"}]}), 422)["field"] == (
+        "messages[0].role")
+    untyped = problem(http.post(url, json={"messages": [{"role": "user", "content": "x"}]}),
+                      422)  # `type` is required, as in `convlog record` (issue 42)
+    assert untyped["field"] == "messages[0].type", untyped
+    assert problem(http.post(url, json={"messages": [
+        {"type": "message", "role": "user", "content": 3}]}), 422)["field"] == "messages[0].content"
     assert problem(http.post(url, json={"messages": [], "extra": 1}), 422)["field"] == "extra"
     assert problem(http.post(url, json={"messages": []}), 422)["field"] == "messages"
-    bad_call = {"messages": [{"role": "assistant", "content": "x", "tool_calls": [
+    bad_call = {"messages": [{"type": "message", "role": "assistant", "content": "x",
+                              "tool_calls": [
         {"id": "c", "name": "f", "arguments": "{oops"}]}]}
     assert problem(http.post(url, json=bad_call), 422)["field"] == (
         "messages[0].tool_calls[0].arguments")
@@ -209,11 +214,11 @@ def test_tool_pairing_repairs_over_http(http: httpx.Client) -> None:
     view does not, and `tool_repair_counts` counts them per agent over `/v1/sql`."""
     key = "/v1/conversations/k"
     http.post(key + "/turns", json={"messages": [
-        {"role": "user", "content": "list the files"},
-        {"role": "assistant", "content": "", "agent": "coder",
+        {"type": "message", "role": "user", "content": "list the files"},
+        {"type": "message", "role": "assistant", "content": "", "agent": "coder",
          "tool_calls": [{"id": "c1", "name": "ls"}]},
-        {"role": "user", "content": "hello?"},
-        {"role": "tool", "content": "stale", "tool_call_id": "c9"}]})
+        {"type": "message", "role": "user", "content": "hello?"},
+        {"type": "message", "role": "tool", "content": "stale", "tool_call_id": "c9"}]})
     agent = http.get(key + "/replay", params={"view": "agent"}).json()
     assert [(e["kind"], e["repairs"]) for e in agent["entries"] if e["repairs"]] == [
         ("repair", [{"kind": "synthesized", "call_id": "c1", "cause": "process_died"}]),
@@ -226,7 +231,7 @@ def test_tool_pairing_repairs_over_http(http: httpx.Client) -> None:
 
 
 def test_a_large_turn_is_appended_off_the_event_loop_all_the_same(http: httpx.Client) -> None:
-    big = [{"role": "user", "content": f"{i} " + "word " * 2_000, "id": f"b{i}"}
+    big = [{"type": "message", "role": "user", "content": f"{i} " + "word " * 2_000, "id": f"b{i}"}
            for i in range(10)]  # ~100 KB: past the inline limit, written in a thread
     assert http.post("/v1/conversations/k/turns", json={"messages": big}).json()[
         "appended"] == [f"b{i}" for i in range(10)]
@@ -238,7 +243,8 @@ def test_replay_views_and_diff(http: httpx.Client) -> None:
     key = "/v1/conversations/k"
     http.post(key + "/turns", json=TURN)
     cleared = http.post(key + "/clear", json={"reason": "new topic"}).json()["version"]
-    http.post(key + "/turns", json={"messages": [{"role": "user", "content": "again"}]})
+    http.post(key + "/turns", json={"messages": [{"type": "message", "role": "user",
+                                                  "content": "again"}]})
     user = http.get(key + "/replay", params={"view": "user"}).json()
     assert user["view"] == "user" and [e["kind"] for e in user["entries"]] == [
         "message", "message", "marker", "message"]

@@ -51,13 +51,14 @@ def test_one_users_token_cannot_reach_another_users_conversation(url: str) -> No
             client(url, ADMIN_TOKEN) as admin:
         assert alice.post("/v1/conversations", json={"key": "a:1"}).json()["user"] == "alice"
         alice.post("/v1/conversations/a:1/turns", json={"messages": [
-            {"role": "user", "content": "alice's secret", "id": "s"}]})
+            {"type": "message", "role": "user", "content": "alice's secret", "id": "s"}]})
         # bob's token meets a 404, exactly as for a key that does not exist
         for path in ("", "/messages", "/transcript", "/timeline", "/context", "/stream"):
             answer = bob.get("/v1/conversations/a:1" + path)
             assert answer.status_code == 404, path
             assert "secret" not in answer.text
-        writes = {"/turns": {"messages": [{"role": "user", "content": "bob was here"}]},
+        writes = {"/turns": {"messages": [{"type": "message", "role": "user",
+                                           "content": "bob was here"}]},
                   "/events": {"events": [{"type": "message", "role": "user", "content": "x"}]},
                   "/archive": {}, "/clear": {}, "/native-session": {"native_session_id": "n"},
                   "/resume/attempts": {"strategy": "s"}, "/resume/injection": {}}
@@ -68,7 +69,7 @@ def test_one_users_token_cannot_reach_another_users_conversation(url: str) -> No
                         ).json()["field"] == "user"
         # writing a new key with a user token starts it as that user's
         bob.post("/v1/conversations/b:2/turns", json={"messages": [
-            {"role": "user", "content": "mine"}]})
+            {"type": "message", "role": "user", "content": "mine"}]})
         assert admin.get("/v1/conversations/b:2").json()["user"] == "bob"
         assert [r["key"] for r in bob.get("/v1/conversations").json()] == ["b:2"]
         assert bob.get("/v1/conversations", params={"user": "alice"}).status_code == 403
@@ -93,7 +94,8 @@ def test_two_users_starting_the_same_new_key_at_once_never_share_it(url: str) ->
             for key in keys:
                 barrier.wait()
                 answers[name, key] = caller.post(f"/v1/conversations/{key}/turns", json={
-                    "messages": [{"role": "user", "content": f"{name} wrote this"}]}
+                    "messages": [{"type": "message", "role": "user",
+                                  "content": f"{name} wrote this"}]}
                 ).status_code
 
     barrier = threading.Barrier(2)
@@ -126,13 +128,13 @@ def test_user_tokens_file_errors_name_the_file(tmp_path: Path) -> None:
 
 
 def test_a_body_over_the_limit_is_refused(url: str) -> None:
-    big = {"messages": [{"role": "user", "content": "x" * 70_000}]}
+    big = {"messages": [{"type": "message", "role": "user", "content": "x" * 70_000}]}
     with client(url, ADMIN_TOKEN) as admin:
         answer = admin.post("/v1/conversations/k/turns", json=big)
         assert answer.status_code == 413 and answer.json()["type"].endswith("too-large")
 
         def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it streams
-            yield b'{"messages": [{"role": "user", "content": "'
+            yield b'{"messages": [{"type": "message", "role": "user", "content": "'
             for _ in range(10):
                 yield b"x" * 10_000
             yield b'"}]}'
@@ -166,7 +168,7 @@ def test_slow_clients_time_out_and_do_not_hold_the_server(url: str) -> None:
     with client(url, ADMIN_TOKEN) as admin:  # meanwhile the server answers the others
         for _ in range(20):
             assert admin.post("/v1/conversations/k/turns", json={"messages": [
-                {"role": "user", "content": "hi"}]}).status_code == 200
+                {"type": "message", "role": "user", "content": "hi"}]}).status_code == 200
     assert answers == [], "served only after the slow clients gave up"
     for t in threads:
         t.join(10)

@@ -39,13 +39,16 @@ def rule(id: str, statement: str) -> Callable[[Callable[[Surface, Library], None
 
 
 @contextmanager
-def refused(kind: str, field: str | None = None) -> Iterator[None]:
+def refused(kind: str, field: str | None = None, reason: str | None = None
+            ) -> Iterator[None]:
     with pytest.raises(Refused) as caught:
         yield
     exc = caught.value
     assert exc.kind == kind, f"refused as {exc.kind!r}, not {kind!r}: {exc}"
     if field is not None:
         assert exc.field == field, f"field {exc.field!r}, not {field!r}: {exc}"
+    if reason is not None:
+        assert reason in exc.reason, f"reason {exc.reason!r} does not say {reason!r}"
 
 
 def setup(s: Surface, o: Library) -> Surface:
@@ -147,3 +150,29 @@ def cooldown_from_the_policy_in_force(s: Surface, o: Library) -> None:
     with refused("cooling", "memory_ids"):
         s.inject_memory(longer, "p")
     s.inject_memory(shorter, "p")  # depth 0: no cooldown, whatever the process's
+
+
+BAD_LINES = [  # (a message line as a host wrote it, the field named, what is said)
+    (b'{"type": "message", "role": "user", "role": "assistant", "content": "x"}', "role",
+     "key 'role' is given twice in one object"),
+    (b'{"type": "message", "role": "user", "content": "x", "colour": "red"}', "colour",
+     "unknown field `colour`"),
+    (b'{"role": "user", "content": "x"}', "type", "missing required field `type`"),
+    (b'{"type": "mesage", "role": "user", "content": "x"}', "type", "unknown event type"),
+]
+
+
+@rule("one-decoder", """Every surface that takes a host's JSON decodes it with one
+decoder (`convlog record`'s lines, each message of HTTP `/turns`, each line of
+`/events`): a key given twice, an unknown field, a missing or unknown `type` are
+refused the same way, naming the same field, and record nothing.""")
+def one_decoder(s: Surface, o: Library) -> None:
+    key = s.key()
+    setup(s, o).start(key, user="u1")
+    before = version(o, key)
+    for raw, field, reason in BAD_LINES:
+        with refused("invalid", field, reason):
+            s.send_line(key, raw)
+    assert version(o, key) == before
+    s.send_line(key, b'{"type": "message", "role": "user", "content": "fine"}')
+    assert "fine" in [str(m.content) for m in o.log.messages(key)]

@@ -140,6 +140,10 @@ class Surface:
         """Pin this conversation's memory policy."""
         raise self._no("memory policy")
 
+    def send_line(self, key: str, raw: bytes) -> None:
+        """One JSON message line, as the host wrote it, through the surface's decoder."""
+        raise self._no("JSON input")
+
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         raise self._no("memory injection")
 
@@ -367,6 +371,20 @@ class RawHTTP(Surface):
             raise Refused(kind, leaf(problem.get("field")), problem.get("detail", ""))
         return answer.json()
 
+    def send_line(self, key: str, raw: bytes) -> None:
+        """Through `/turns` and `/events` both: each must answer the same."""
+        answers: list[tuple[str, str | None, str] | None] = []
+        for path, field in (("/turns", b"messages"), ("/events", b"events")):
+            try:
+                self.send("POST", self.path(key) + path,
+                          raw=b'{"%s": [%s]}' % (field, raw))
+                answers.append(None)
+            except Refused as exc:
+                answers.append((exc.kind, exc.field, exc.reason))
+        assert answers[0] == answers[1], answers
+        if answers[0] is not None:
+            raise Refused(*answers[0])
+
     def start(self, key: str, *, user: str | None = None, agent: str | None = None,
               workspace: str | None = None) -> None:
         self.send("POST", "/v1/conversations", {"key": key, "user": user, "agent": agent,
@@ -461,6 +479,9 @@ class CLI(Surface):
                 raise Refused(kind, leaf(field.group(1)) if field else "key", text)
         raise Refused("invalid", leaf(field.group(1)) if field else None,
                       text.rsplit(": ", 1)[-1])
+
+    def send_line(self, key: str, raw: bytes) -> None:
+        self.run("record", key, "--json", stdin=raw)
 
     def record(self, key: str, *lines: dict[str, Any]) -> str:
         return self.run("record", key, stdin=b"\n".join(json.dumps(x).encode() for x in lines))

@@ -49,6 +49,10 @@ NOT_HERE: dict[tuple[str, str], str] = {  # (surface, operation): why it has non
     ("acp", "memory_cooldown"): "ACP has no memory calls",
     ("acp", "append"): "an ACP host's messages go through the agent's prompts",
     ("acp", "clear"): "ACP has no clear",
+    ("python", "send_line"): "the library takes typed values (Message), not JSON",
+    ("python-async", "send_line"): "the library takes typed values (Message), not JSON",
+    ("client", "send_line"): "the Client encodes typed values: it cannot send a key twice",
+    ("acp", "send_line"): "ACP's JSON-RPC is decoded by the ACP SDK's schemas",
 }
 
 

@@ -22,9 +22,10 @@ def error_of(body: bytes) -> tuple[str, str | None]:
 
 
 def test_validation_errors_name_the_field() -> None:
-    assert error_of(b'{"messages": [{"role": "user", "content": 1}]}')[1] == (
+    assert error_of(b'{"messages": [{"type": "message", "role": "user", "content": 1}]}')[1] == (
         "messages[0].content")
-    assert error_of(b'{"messages": [{"role": "user", "content": "x", "colour": 1}]}') == (
+    assert error_of(b'{"messages": [{"type": "message", "role": "user", "content": "x", '
+                    b'"colour": 1}]}') == (
         "unknown field `colour`", "messages[0].colour")
     assert error_of(b'{"messages": [{"content": "x"}]}') == (
         "missing required field `role`", "messages[0].role")
