@@ -173,7 +173,7 @@ def main() -> int:
                 client.post("/v1/conversations/warm/turns", json={"messages": [
                     {"type": "message", "role": "user", "content": "warm-up"}]}).raise_for_status()
                 client.post("/v1/conversations/ctx/turns", json={"messages": [
-                    {"role": m.role, "content": m.content, "id": m.id}
+                    {"type": "message", "role": m.role, "content": m.content, "id": m.id}
                     for m in history(HISTORY_MESSAGES)]}).raise_for_status()
                 tokens = client.get(f"/v1/conversations/ctx/context?{CONTEXT_QUERY}"
                                     ).json()["tokens"]

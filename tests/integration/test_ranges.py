@@ -70,8 +70,10 @@ def test_http_answers_422_naming_the_field(tmp_path: Path) -> None:
     with convlog.open(f"sqlite:///{tmp_path / 'c.db'}") as log, served(log) as url, \
             httpx.Client(base_url=url, timeout=10) as http:
         for body, field in [
-            ('{"messages":[{"role":"assistant","content":"x","cost_usd":1e999}]}', "cost_usd"),
-            ('{"messages":[{"role":"assistant","content":"x","usage":{"input_tokens":'
+            ('{"messages":[{"type":"message","role":"assistant","content":"x",'
+             '"cost_usd":1e999}]}', "cost_usd"),
+            ('{"messages":[{"type":"message","role":"assistant","content":"x",'
+             '"usage":{"input_tokens":'
              + BIG + "}}]}", "input_tokens"),
         ]:
             r = http.post("/v1/conversations/k/turns", content=body,

@@ -391,7 +391,8 @@ class RawHTTP(Surface):
                                                 "workspace": workspace})
 
     def append(self, key: str, *messages: dict[str, Any]) -> None:
-        self.send("POST", self.path(key) + "/turns", {"messages": list(messages)})
+        self.send("POST", self.path(key) + "/turns",
+                  {"messages": [{"type": "message", **m} for m in messages]})
 
     def archive(self, key: str) -> None:
         self.send("POST", self.path(key) + "/archive", {})
