@@ -64,8 +64,9 @@ def test_once_then_nothing_more_and_usage_errors(tmp_path: Path) -> None:
             turns(log, "k", 3, 1)
         refused = export(db, receiver)
         _, err = refused.communicate(timeout=120)
-        assert refused.returncode == 1 and err.splitlines()[-1].startswith("convlog: error:")
-        assert "nothing was marked sent" in err
+        error = json.loads(err.splitlines()[-1])["error"]  # --json: errors are JSON too
+        assert refused.returncode == 1 and error["type"] == "ExportFailed"
+        assert "nothing was marked sent" in error["message"]
     usage = subprocess.run([str(CONVLOG), "--db", f"sqlite:///{db}", "export", "--follow",
                             "--parquet", str(tmp_path)], capture_output=True, text=True)
     assert usage.returncode == 2 and "go with --otel" in usage.stderr
