@@ -24,6 +24,7 @@ PARSER = sybil.Sybil(parsers=[PythonCodeBlockParser(), SkipParser()], path=str(R
 def test_every_python_block_runs(page: Path, tmp_path: Path,
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))  # a reader's fresh home (~/.claude, ~/.convlog)
     for name in ("CONVLOG_URL", "CONVLOG_KEY", "CONVLOG_KEY_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
@@ -37,3 +38,14 @@ def test_every_python_block_runs(page: Path, tmp_path: Path,
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
+def test_no_page_hides_its_set_up(page: Path) -> None:
+    """A page runs top to bottom with only what it shows (issue 44): set-up hidden in
+    an `invisible-code-block` passed here and failed for the reader who followed it
+    (`NameError: name 'conv'`, a CONVLOG_KEY they never saw set)."""
+    text = page.read_text()
+    if page.name == "development.md":  # it names the construct, to forbid it
+        text = text.replace("no hidden `invisible-code-block`", "")
+    assert "invisible-code-block" not in text
