@@ -1,4 +1,5 @@
-"""What the proxy says about itself and its sessions: the capabilities it adds to the
+"""What the proxy says about itself and its sessions: the protocol version it speaks
+(1: a client asking for a newer one is answered 1), the capabilities it adds to the
 agent's `initialize` answer, the agent's name, and `session/list` from the catalog.
 
 `session/list` lists this agent's conversations recorded by the proxy (keys
@@ -8,6 +9,7 @@ those of one `cwd`, 50 per page; the cursor is the offset of the next page.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -15,6 +17,7 @@ import convlog
 from convlog.acp.sessions import KEY_PREFIX
 
 LIST_PAGE = 50
+log = logging.getLogger("convlog.acp")
 
 
 async def list_page(log: convlog.AsyncConversationLog, agent: str | None,
@@ -56,6 +59,34 @@ def current_model(result: Any) -> str | None:
     models = result.get("models") if isinstance(result, dict) else None
     model = models.get("currentModelId") if isinstance(models, dict) else None
     return model if isinstance(model, str) and model else None
+
+
+def negotiated(params: dict[str, Any]) -> dict[str, Any]:
+    """The client's `initialize` as the agent gets it: protocol version 1, the one the
+    proxy records. A client asking for a newer version (the v2 draft, whose turns go
+    on after the prompt's answer) has the agent asked for 1, its own fields carried
+    over where v1 has them (`clientInfo` from v2's `info`), and is answered 1; ACP
+    says a client that cannot speak the answered version closes the connection, and
+    the SDK's v2 client does (issue 41). Said on stderr."""
+    from acp import PROTOCOL_VERSION
+
+    requested = params.get("protocolVersion")
+    if not isinstance(requested, int) or isinstance(requested, bool) \
+            or requested <= PROTOCOL_VERSION:
+        return params
+    log.warning("the client asked for ACP protocol version %d; convlog acp records "
+                "version %d only, so it asks the agent for %d and answers %d (a client "
+                "that cannot speak %d closes the connection)", requested,
+                *[PROTOCOL_VERSION] * 4)
+    caps = params.get("clientCapabilities")
+    info = params.get("clientInfo", params.get("info"))
+    v1: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION,
+                          "clientCapabilities": caps if isinstance(caps, dict) else {}}
+    if isinstance(info, dict):
+        v1["clientInfo"] = info
+    if isinstance(params.get("_meta"), dict):
+        v1["_meta"] = params["_meta"]
+    return v1
 
 
 def advertise(result: Any) -> Any:

@@ -28,7 +28,13 @@ from typing import Any
 
 import convlog
 from convlog.acp import lifecycle
-from convlog.acp.catalog import advertise, command_name, current_model, list_page
+from convlog.acp.catalog import (
+    advertise,
+    command_name,
+    current_model,
+    list_page,
+    negotiated,
+)
 from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited, Downstream
 from convlog.acp.preamble import DEFAULT_MODE, fingerprint, forwarded, sent, split
 from convlog.acp.queue import TurnQueue
@@ -155,6 +161,7 @@ class Proxy:
 
     async def initialize(self, params: Any) -> Any:
         _check("InitializeRequest", params)
+        params = negotiated(params)
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else {}
         try:

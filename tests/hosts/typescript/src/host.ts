@@ -10,6 +10,9 @@
  *
  *   node dist/host.js first  SYSTEM CWD -- COMMAND...   new session; prints its id, then waits to be killed
  *   node dist/host.js reopen SYSTEM CWD ID -- COMMAND... load ID, ask; then an unknown id
+ *   node dist/host.js tools  SYSTEM CWD -- COMMAND...   new session, the PROMPTS below; prints
+ *                                                       every update of each turn, then waits
+ *   node dist/host.js reload SYSTEM CWD ID -- COMMAND... load ID; prints the updates replayed
  *
  * Each result is one JSON line on stdout.
  */
@@ -74,6 +77,37 @@ async function ask(ctx: acp.ClientContext, sessionId: string, blocks: string[]):
   return texts(sessionId, "agent_message_chunk").slice(before).join("");
 }
 
+/** The turns of the `tools` phase: a title, a file edit (kind, locations, diff). */
+const PROMPTS = ["title: Weather desk", "edit the file, twice", "thanks"];
+
+/** Each prompt's updates, as this host received them live. */
+async function turns(ctx: acp.ClientContext, sessionId: string, system: string) {
+  const out: acp.SessionUpdate[][] = [];
+  for (const [i, text] of PROMPTS.entries()) {
+    const before = (received.get(sessionId) ?? []).length;
+    const prompt: acp.ContentBlock[] = [{ type: "text", text }];
+    if (i === 0) prompt.unshift({ type: "text", text: system }); // the first: the system prompt
+    const answer = await ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt });
+    if (answer.stopReason !== "end_turn") throw new Error(`stopped: ${answer.stopReason}`);
+    out.push((received.get(sessionId) ?? []).slice(before));
+  }
+  return out;
+}
+
+/** What `session/load` replayed: the updates before those of a first prompt after it
+ * ("ping": the agent's first update is its thought about it), which makes sure every
+ * replayed update was handled. */
+async function reloaded(ctx: acp.ClientContext, cwd: string, sessionId: string,
+                        system: string) {
+  await ctx.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] });
+  const prompt: acp.ContentBlock[] = [{ type: "text", text: system }, { type: "text", text: "ping" }];
+  await ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt });
+  const all = received.get(sessionId) ?? [];
+  const ping = all.findIndex((u) => u.sessionUpdate === "agent_thought_chunk"
+    && u.content.type === "text" && u.content.text.includes("ping"));
+  return all.slice(0, ping);
+}
+
 async function main(): Promise<void> {
   const [phase, system, cwd, ...rest] = process.argv.slice(2);
   const dash = rest.indexOf("--");
@@ -85,6 +119,16 @@ async function main(): Promise<void> {
       clientCapabilities: {},
       clientInfo: { name: "convlog-ts-host", version: "1.0.0" },
     });
+    if (phase === "tools") {
+      const session = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+      const live = await turns(ctx, session.sessionId, system);
+      console.log(JSON.stringify({ sessionId: session.sessionId, proxyPid: child.pid, live }));
+      await new Promise(() => {}); // a running app, until the test kills it
+    }
+    if (phase === "reload") {
+      console.log(JSON.stringify({ replayed: await reloaded(ctx, cwd, args[0], system) }));
+      return;
+    }
     if (phase === "first") {
       const session = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
       const answer = await ask(ctx, session.sessionId, [system, "Remember the code word PELICAN"]);
