@@ -57,19 +57,28 @@ def _require_encrypted(writer: Writer, what: str) -> Keyring:
 
 
 def forget(writer: Writer, user: str, requested_by: str | None = None) -> ForgetResult:
-    """Mark every conversation of `user` forgotten, THEN destroy the keys: a crash in
-    between leaves marked conversations still readable, and re-running finishes."""
+    """Erase `user`, atomic in effect: their data keys are destroyed FIRST, in one
+    transaction, so from that instant no reader (show, context, replay, the views,
+    HTML, SQL, exports) can open any of their content, whatever happens next; then
+    every conversation of theirs is marked forgotten. A run cut short leaves either
+    nothing destroyed (every reader still shows the content and nothing says it was
+    erased) or nothing readable; running it again finishes the marks. A key made for
+    the user while the marks were written (another process appending to one of their
+    conversations in between) is destroyed at the end too, as is its content."""
     if not isinstance(user, str) or not user:
         raise InvalidInput("the user to forget must be a non-empty string", field="user")
     keyring = _require_encrypted(writer, "forgetting a user")
     store = writer.store
+    streams = store.keys.streams_of_user(user)
+    for stream in streams:  # while the texts can still be read (issue 45)
+        keep_stream_counts(store, stream)  # counts survive the erasure
+    destroyed = keyring.forget(user)
     keys = []
-    for stream in store.keys.streams_of_user(user):
+    for stream in store.keys.streams_of_user(user):  # one started meanwhile too
         key = store.load(stream, "", fresh=True).key
         writer.execute(key, [Forget(user=user, requested_by=requested_by)])
-        keep_stream_counts(store, stream)  # counts survive the erasure (issue 45)
         keys.append(key)
-    destroyed = keyring.forget(user)
+    destroyed += keyring.forget(user)  # made meanwhile (see above)
     store.keys.erase()  # also when no key was left: a previous run may have been cut short
     return ForgetResult(user=user, conversations=keys, keys_destroyed=len(destroyed))
 
