@@ -57,6 +57,7 @@ from convlog.domain.memory import (
     remember,
 )
 from convlog.domain.messages import Message
+from convlog.domain.records import is_record
 from convlog.domain.renamed import renamed
 
 # WARNING: changing this namespace re-keys every stored conversation.
@@ -104,6 +105,11 @@ class Conversation(msgspec.Struct, kw_only=True):
     created_at: datetime | None = None
     last_active_at: datetime | None = None
     message_count: int = 0
+    """`message_appended` events, records (`records`) included."""
+    records: int = 0
+    """Records among them, no messages (convlog.domain.records): the conversation has
+    `message_count - records` messages. A snapshot taken before records were counted
+    (issue 41) starts from 0: records before it still count as messages."""
     epoch: int = 0
     epoch_start_version: int = 0
     """Version of the latest ConversationCleared: context starts after it."""
@@ -167,6 +173,8 @@ def evolve(state: Conversation, event: Event) -> None:
         state.message_count += 1
         if event.role == "user":
             state.turns += 1
+        elif is_record(event):
+            state.records += 1
     elif isinstance(event, MemoryInjected):
         state.memory_blocks += 1
         state.recent_memories = remember(state.recent_memories, event, state.turns)
@@ -482,7 +490,7 @@ def _appended(m: Message, now: datetime) -> MessageAppended:
         content=m.content, tool_calls=list(m.tool_calls), tool_call_id=m.tool_call_id,
         model=m.model, agent=m.agent, usage=m.usage, cost_usd=m.cost_usd, tokens=tokens,
         token_counter=m.token_counter or ("host" if tokens is not None else None),
-        created_at=m.created_at, response_id=m.response_id, raw=m.raw,
+        created_at=m.created_at, response_id=m.response_id, raw=m.raw, record=m.record,
     )
 
 

@@ -84,6 +84,11 @@ class MessageAppended(Event, tag="message_appended", frozen=True):
     raw: dict[str, Any] | None = None
     """The message exactly as an agent SDK handed it over (its own JSON item), for
     the SDK session stores that must give back what they were given, unchanged."""
+    record: str | None = None
+    """Set when this is no message but a record its surface keeps for its own reads
+    (`raw`), with nothing in it for a reader or a model: what kind of record (a
+    Claude Code entry's type such as ``attachment``, ``adk:state``...). Never counted
+    or shown as a message (convlog.domain.records). Public in an encrypted store."""
 
 
 class MessageRetracted(Event, tag="message_retracted", frozen=True):

@@ -59,6 +59,9 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     response_id: str | None = None
     raw: dict[str, Any] | None = None
     """The item as the host's agent SDK gave it (JSON values only), kept losslessly."""
+    record: str | None = None
+    """Not a message: a record of this kind its surface keeps (`raw`) for its own
+    reads, with no content, tool calls or usage (convlog.domain.records)."""
 
     def __post_init__(self) -> None:
         if self.role == "system":
@@ -92,3 +95,20 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidInput("raw must be a JSON object", field="raw")
         if self.tokens is not None:
             check_token_count(self.tokens, "tokens")
+        if self.record is not None:
+            check_record(self)
+
+
+def check_record(message: Message) -> None:
+    """A record (`Message.record`) says nothing: kept for its surface, it holds the
+    surface's own item and no content, tool call, result or usage."""
+    if not isinstance(message.record, str) or not message.record:
+        raise InvalidInput("a record's kind must be a non-empty string", field="record")
+    if message.raw is None:
+        raise InvalidInput("a record keeps its surface's item: raw is required",
+                           field="raw")
+    if message.role != "assistant" or message.content != [] or message.tool_calls or (
+            message.tool_call_id is not None or message.usage is not None
+            or message.cost_usd is not None):
+        raise InvalidInput("a record is no message: role assistant, empty content, no "
+                           "tool calls, result, usage or cost", field="record")

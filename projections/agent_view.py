@@ -62,6 +62,7 @@ from convlog.domain.events import (
     UserForgotten,
     is_fresh_strategy,
 )
+from convlog.domain.records import is_record
 from convlog.projections.memory import DEFAULT_CAP, lifetimes, policy_cap
 from convlog.projections.repair_marks import mark_repairs
 from convlog.projections.transcript import render_content, shorten
@@ -163,7 +164,8 @@ class AgentWalk:
     def feed(self, r: Recorded) -> None:
         e = r.event
         if isinstance(e, MessageAppended):
-            self._message(r, e)
+            if not is_record(e):  # a record its SDK store keeps is no message
+                self._message(r, e)
         elif isinstance(e, ResumeSucceeded):
             self._resumed(r, e)
         elif isinstance(e, ResumeFailed):

@@ -38,6 +38,29 @@ class ConversationFacts(msgspec.Struct, frozen=True, kw_only=True):
 
 _STARTED = "FILTER (WHERE topic = 'session_started')"
 
+RECORD_SQL = """(e.record IS NOT NULL OR (
+    e.raw IS NOT NULL AND e.role = 'assistant' AND COALESCE(len(e.content) = 0, FALSE)
+    AND e.tool_calls IS NULL AND e.tool_call_id IS NULL AND e.usage IS NULL
+    AND e.cost_usd IS NULL))"""
+"""convlog.domain.records.is_record over a batch's stored `message_appended` fields
+(`e`): a record an SDK store keeps is no message. A sealed row (an encrypted store)
+shows only the mark: its content and item are not readable here."""
+
+RECORD_FIELDS: dict[str, object] = {
+    "record": "VARCHAR", "role": "VARCHAR", "content": [{"type": "VARCHAR"}],
+    "tool_calls": [{"id": "VARCHAR"}], "tool_call_id": "VARCHAR", "cost_usd": "DOUBLE",
+    "raw": "JSON", "usage": {"input_tokens": "BIGINT", "output_tokens": "BIGINT",
+                             "cache_read_tokens": "BIGINT", "cache_write_tokens": "BIGINT"}}
+"""The stored fields RECORD_SQL reads, typed as every view reads them."""
+
+_MESSAGE = f"FILTER (WHERE topic = 'message_appended' AND NOT {RECORD_SQL})"
+
+STATE_CHANNELS = ("google-adk-state",)
+"""Channels of conversations that are a surface's own state, not conversations (the
+Google ADK service's app- and user-scoped state, ``adk-state:<app>[/<user>]``): kept
+in the catalog for the service's own reads, left out of every list of conversations
+(issue 41)."""
+
 SESSIONS = Table(
     "sessions",
     (
@@ -74,9 +97,9 @@ SESSIONS = Table(
                        'session_reactivated', 'conversation_deleted')),
                min("at") {_STARTED},
                max("at"),
-               max("at") FILTER (WHERE topic = 'message_appended'),
-               count(*) FILTER (WHERE topic = 'message_appended'),
-               COALESCE(sum(tokens) FILTER (WHERE topic = 'message_appended'), 0),
+               max("at") {_MESSAGE},
+               count(*) {_MESSAGE},
+               COALESCE(sum(tokens) {_MESSAGE}, 0),
                count(*) FILTER (WHERE topic = 'conversation_cleared'),
                max(version),
                arg_max(e.native_session_id, version)
@@ -89,4 +112,4 @@ SESSIONS = Table(
 CATALOG = View("catalog", (SESSIONS,), fields={
     "key": "VARCHAR", "user": "VARCHAR", "agent": "VARCHAR", "channel": "VARCHAR",
     "title": "VARCHAR", "workspace": "VARCHAR", "tokens": "BIGINT",
-    "native_session_id": "VARCHAR", "metadata": {"client": "VARCHAR"}})
+    "native_session_id": "VARCHAR", "metadata": {"client": "VARCHAR"}, **RECORD_FIELDS})

@@ -34,6 +34,7 @@ from convlog.domain.events import (
     TitleChanged,
     UserForgotten,
 )
+from convlog.domain.records import record_kind
 from convlog.projections.transcript import render_content, shorten
 
 
@@ -59,6 +60,9 @@ def describe(event: Event, tokens: Callable[[MessageAppended], int | None] | Non
         return _pairs(key=event.key, user=event.user, agent=event.agent,
                       channel=event.channel, title=event.title, workspace=event.workspace)
     if isinstance(event, MessageAppended):
+        kind = record_kind(event)
+        if kind is not None:  # kept for its SDK store's own reads: no message
+            return _pairs(id=event.message_id, record=kind) + " | not a message"
         usage = event.usage
         used = f"{usage.input_tokens}in/{usage.output_tokens}out" if usage else None
         return _pairs(id=event.message_id, role=event.role, model=event.model,

@@ -21,6 +21,7 @@ from convlog.domain.content import (
     ToolUsePart,
 )
 from convlog.domain.events import ConversationCleared, MessageAppended, Recorded, UserForgotten
+from convlog.domain.records import is_record
 
 PREVIEW_CHARS = 80
 
@@ -66,6 +67,8 @@ def transcript(recorded: Iterable[Recorded]) -> list[TranscriptLine]:
     for r in recorded:
         e = r.event
         if isinstance(e, MessageAppended):
+            if is_record(e):
+                continue  # a record its SDK store keeps: no message
             text = render_content(e.content)
             calls = [f"[tool call {c.name}({shorten(c.arguments, 60)})]" for c in e.tool_calls]
             if calls:

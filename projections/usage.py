@@ -9,6 +9,7 @@ a message without usage (a user's message) has no cost and is not "unknown".
 
 from __future__ import annotations
 
+from convlog.projections.catalog import RECORD_FIELDS, RECORD_SQL
 from convlog.projections.views import Column, Table, View
 
 MODEL_PRICES = Table(
@@ -62,7 +63,7 @@ MESSAGES = Table(
                    {_USAGE.format('input_tokens')} AS i, {_USAGE.format('output_tokens')} AS o,
                    {_USAGE.format('cache_read_tokens')} AS cr,
                    {_USAGE.format('cache_write_tokens')} AS cw
-            FROM batch WHERE topic = 'message_appended'),
+            FROM batch WHERE topic = 'message_appended' AND NOT {RECORD_SQL}),
         prior AS (
             SELECT DISTINCT conversation_id, response_id FROM messages
             WHERE response_id IN (SELECT response_id FROM m WHERE response_id IS NOT NULL))
@@ -86,7 +87,8 @@ MESSAGES = Table(
         FROM m LEFT JOIN model_prices p ON p.model = m.model
              LEFT JOIN prior ON prior.conversation_id = m.conversation_id
                             AND prior.response_id = m.response_id""",
-    doc="one row per message: role, model, agent, usage tokens, USD and where the USD came from",
+    doc="one row per message (records an SDK store keeps are none): role, model, agent, "
+        "usage tokens, USD and where the USD came from",
 )
 
 _JUST_ADDED = """messages WHERE position BETWEEN (SELECT min(position) FROM batch)
@@ -165,4 +167,4 @@ USAGE = View("usage", (MODEL_PRICES, MESSAGES, CONVERSATION_USAGE, CONVERSATION_
     "message_id": "VARCHAR", "role": "VARCHAR", "model": "VARCHAR", "agent": "VARCHAR",
     "response_id": "VARCHAR", "tokens": "BIGINT", "cost_usd": "DOUBLE",
     "usage": {"input_tokens": _TOKENS, "output_tokens": _TOKENS,
-              "cache_read_tokens": _TOKENS, "cache_write_tokens": _TOKENS}})
+              "cache_read_tokens": _TOKENS, "cache_write_tokens": _TOKENS}, **RECORD_FIELDS})

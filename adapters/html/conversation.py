@@ -23,6 +23,7 @@ from convlog.domain.content import (
 )
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.memory import is_forged
+from convlog.domain.records import is_record
 from convlog.projections.money import usd_text
 from convlog.projections.replay_views import view as log_view
 from convlog.services.shown_counts import shown_tokens
@@ -122,7 +123,7 @@ def conversation_data(log: convlog.ConversationLog, key: str) -> dict[str, Any]:
     info = log.info(key)
     priced = priced_messages(log, key)
     messages = [message_data(r.version, r.event, priced) for r in recorded
-                if isinstance(r.event, MessageAppended)]
+                if isinstance(r.event, MessageAppended) and not is_record(r.event)]
     timeline = [{"v": row.version, "at": row.at.isoformat(), "type": row.type,
                  "details": row.details, "cls": EVENT_CLASS.get(row.type, "")}
                 for row in log.timeline(key)]

@@ -5,10 +5,13 @@ An ADK event is kept whole, as its JSON (`raw = {"event": ...}`), and read back 
 Beside it, the readable message: the author's words, tool calls and results, and the
 model's usage (`usage_metadata`, `model_version`) so costs work.
 
-Two more record kinds live in the log, both with empty content (contexts skip them):
-``{"adk": "session", "state": ..., "time": ...}`` opens a session's epoch with its
-initial state, and ``{"adk": "state", "delta": ...}`` records an app- or user-scoped
-state delta in that scope's own conversation.
+Three kinds of records live in the log beside them, none a message (issue 41:
+`Message.record`, convlog.domain.records): ``{"adk": "session", "state": ...,
+"time": ...}`` (``adk:session``) opens a session's epoch with its initial state,
+``{"adk": "state", "delta": ...}`` (``adk:state``) records an app- or user-scoped state
+delta in that scope's own conversation, and an event with no content and no usage
+(a state delta, a transfer, an agent's end: ``adk:event``) is kept whole as any
+event is, for `get_session`.
 """
 
 from __future__ import annotations
@@ -86,17 +89,24 @@ def event_message(event: dict[str, Any], app_name: str) -> Message:
     """One ADK event (its JSON dump) as a message keeping it whole."""
     role = "user" if event.get("author") == "user" else "assistant"
     parts = _parts(event.get("content"))
+    usage = _usage(event.get("usage_metadata"))
+    if not parts and usage is None:  # state deltas, transfers, ends: no dialogue
+        author = event.get("author")
+        return Message(role="assistant", content=[], raw={"event": event},
+                       agent=str(author) if author and author != "user" else app_name,
+                       model=event.get("model_version"), record="adk:event")
     if role == "user":
         return Message(role="user", content=parts, raw={"event": event})
     return Message(role="assistant", content=parts, raw={"event": event},
                    agent=str(event.get("author") or app_name),
-                   model=event.get("model_version"), usage=_usage(event.get("usage_metadata")))
+                   model=event.get("model_version"), usage=usage)
 
 
 def session_record(message_id: str, state: dict[str, Any], time: float) -> Message:
-    return Message(id=message_id, role="assistant", content=[],
+    return Message(id=message_id, role="assistant", content=[], record="adk:session",
                    raw={"adk": SESSION, "state": state, "time": time})
 
 
 def state_record(delta: dict[str, Any]) -> Message:
-    return Message(role="assistant", content=[], raw={"adk": STATE, "delta": delta})
+    return Message(role="assistant", content=[], record="adk:state",
+                   raw={"adk": STATE, "delta": delta})

@@ -6,8 +6,11 @@ the message's `raw`. The readable message follows the transcript's shape where t
 is one (``type`` user/assistant with a ``message`` in the Messages API form), so
 contexts, token counts (made when needed) and costs work: an assistant record carries its model, its
 usage and the API message id as `response_id` (the CLI writes one record per content
-block of a response, each repeating the usage: counted once). Entries with no words
-(titles, tags, mode markers, snapshots) get empty content, which contexts skip.
+block of a response, each repeating the usage: counted once). Entries that are no
+dialogue (titles, tags, mode markers, snapshots, and Claude Code's bookkeeping:
+``attachment``, ``queue-operation``, ``last-prompt``, ``tools-used``...) are records,
+not messages (`Message.record`, their type; convlog.domain.records): kept for `load`,
+never counted or shown.
 
 Why two ways to the same message (issue 30: an `append` of 500 entries spent more
 time here than the SDK's reference store spends on the whole append):
@@ -111,7 +114,7 @@ def _fast(entry: Mapping[str, Any], data: bytes, message_id: str, agent: str | N
     body = head.message
     if head.type not in _SPEAKERS or body is None:
         return _Built(id=message_id, role="assistant", content=[], raw=raw,
-                      agent=_agent(agent))
+                      agent=_agent(agent), record=_kind(head.type))
     content = body.content
     parts: str | list[AnyPart] = content if isinstance(content, str) else [
         part for part in map(_part, content) if part is not None]
@@ -121,6 +124,12 @@ def _fast(entry: Mapping[str, Any], data: bytes, message_id: str, agent: str | N
     return _Built(id=message_id, role="assistant", content=parts, raw=raw,
                   agent=_agent(agent), model=body.model, response_id=body.id,
                   usage=None if use is None else _usage_of(use))
+
+
+def _kind(kind: object) -> str:
+    """What a non-dialogue entry is, as its record's kind: the entry's own `type`
+    (``attachment``, ``queue-operation``, ``last-prompt``...; issue 41)."""
+    return kind if isinstance(kind, str) and kind else "entry"
 
 
 def _usage_of(use: _Use) -> Usage:
@@ -209,7 +218,8 @@ def _slowly(entry: Mapping[str, Any], raw: dict[str, Any], message_id: str,
     body = entry.get("message")
     kind = entry.get("type")
     if kind not in _SPEAKERS or not isinstance(body, Mapping):
-        return Message(id=message_id, role="assistant", content=[], raw=raw, agent=agent)
+        return Message(id=message_id, role="assistant", content=[], raw=raw, agent=agent,
+                       record=_kind(kind))
     content = body.get("content", "")
     parts: str | list[AnyPart] = content if isinstance(content, str) else [
         part for part in (_block(b) for b in content if isinstance(b, Mapping))

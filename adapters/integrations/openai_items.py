@@ -4,8 +4,10 @@ messages, and back.
 The way back is trivial on purpose: the item itself is stored as the message's `raw`,
 so `get_items` returns exactly what `add_items` was given. The readable message built
 here is what everything else of convlog reads: contexts after a restart, token counts,
-costs, the HTML pages. Kinds of items with no words in them (web searches, computer
-calls, references) become messages with empty content, which contexts skip.
+costs, the HTML pages. The host's instructions (system and developer items) and
+kinds of items with no words in them (web searches, computer calls, references) are
+records, not messages (`Message.record`: the role or item type; issue 41): kept for
+`get_items`, never counted or shown.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ def to_message(item: Mapping[str, Any], *, model: str | None = None, agent: str 
     kind = item.get("type", "message")
     common: dict[str, Any] = {"raw": raw, "agent": agent}
     if kind == "message" and item.get("role") in ("system", "developer"):
-        return Message(role="assistant", content=[], **common)
+        return Message(role="assistant", content=[], record=str(item["role"]), **common)
     if kind == "message":
         role = _role(item)
         if role == "assistant":
@@ -144,7 +146,10 @@ def to_message(item: Mapping[str, Any], *, model: str | None = None, agent: str 
         summary = [p.get("text", "") for p in item.get("summary") or () if isinstance(p, Mapping)]
         return Message(role="assistant", content=[ThinkingPart(text="\n".join(summary))],
                        model=model, usage=usage, **common)
-    return Message(role="assistant", content=[], **common)
+    if usage is not None:  # the run's tokens: a message, so they count
+        return Message(role="assistant", content=[], model=model, usage=usage, **common)
+    # a hosted tool's record, a reference...: no words, kept for get_items only
+    return Message(role="assistant", content=[], record=str(kind or "item"), **common)
 
 
 def from_message(message: MessageAppended) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from convlog.domain.content import (
     ToolUsePart,
 )
 from convlog.domain.events import ConversationStarted, MessageAppended
+from convlog.domain.records import is_record
 from convlog.services.feed import FeedEvent
 
 AttributeValue = str | bool | int | float
@@ -91,8 +92,8 @@ def turns(group: Sequence[FeedEvent]) -> list[list[FeedEvent]]:
     out: list[list[FeedEvent]] = []
     for item in group:
         event = item.event
-        if not isinstance(event, MessageAppended):
-            continue
+        if not isinstance(event, MessageAppended) or is_record(event):
+            continue  # a record its SDK store keeps is no message
         answered = out and any(isinstance(m.event, MessageAppended)
                                and m.event.role != "user" for m in out[-1])
         if not out or (event.role == "user" and answered):

@@ -24,6 +24,7 @@ from convlog.domain.events import (
     Recorded,
     SummaryRecorded,
 )
+from convlog.domain.records import is_record
 from convlog.projections.context import (
     Budget,
     ContextMessage,
@@ -178,7 +179,8 @@ class ContextBuilder:
         for r in rows:
             if r.version > end:
                 break
-            if isinstance(r.event, MessageAppended) and r.event.message_id not in gone:
+            if isinstance(r.event, MessageAppended) and r.event.message_id not in gone \
+                    and not is_record(r.event):
                 text, truncated = render_for_context(r.event, 4 * 2_000)
                 picked.append(ContextMessage(version=r.version, at=r.event.at,
                                              role=r.event.role, text=text, tokens=0,

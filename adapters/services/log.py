@@ -38,6 +38,7 @@ from convlog.domain.errors import ConvlogError, InvalidInput, UnknownConversatio
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.memory import InjectMemory, check_depth
 from convlog.domain.messages import Message
+from convlog.domain.records import is_record
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.projections.replay_views import ConversationView, parse_point
@@ -373,19 +374,25 @@ class ConversationLog(CatalogQueries):
     def messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
         """The messages of the current epoch, in order: after a `clear`, the ones
         before it are not handed back (a restarted host must not reload what its user
-        cleared; the log keeps them: `transcript`, `timeline`, `view`). `last=N`
-        returns the newest N: only those N rows are read, walking the conversation's
-        index backwards, never replaying the conversation."""
+        cleared; the log keeps them: `transcript`, `timeline`, `view`). Records an SDK
+        store keeps are no messages (convlog.domain.records). `last=N` returns the
+        newest N: about N rows are read, walking the conversation's index backwards,
+        never replaying the conversation."""
         if last is not None and last <= 0:
             raise InvalidInput("last must be positive", field="last")
         start = self.state(key).epoch_start_version  # UnknownConversation, or the epoch
         if last is None:
             return [r.event for r in self.events(key, after=start)
-                    if isinstance(r.event, MessageAppended)]
-        found = self._store.last_of(conversation_id(key), MESSAGE_TOPICS, last)
-        # select_tail stopped at `last`, newest first: keep those of this epoch
-        return [r.event for r in reversed(found)
-                if r.version > start and isinstance(r.event, MessageAppended)]
+                    if isinstance(r.event, MessageAppended) and not is_record(r.event)]
+        cid, rows = conversation_id(key), last
+        while True:  # select_tail stops at `rows`, newest first: read past any records
+            found = self._store.last_of(cid, MESSAGE_TOPICS, rows)
+            said = [r.event for r in found if r.version > start
+                    and isinstance(r.event, MessageAppended) and not is_record(r.event)]
+            if len(said) >= last or len(found) < rows or found[-1].version <= start:
+                break
+            rows = 2 * rows + last - len(said)
+        return said[last - 1::-1]
 
     def live_messages(self, key: str, *, last: int | None = None) -> list[MessageAppended]:
         """The messages of the current epoch that were not retracted, oldest first

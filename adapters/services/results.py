@@ -44,7 +44,7 @@ def conversation_info(state: Conversation) -> ConversationInfo:
         key=state.key, user=state.user, agent=state.agent, channel=state.channel,
         title=state.title, workspace=state.workspace, status=state.status,
         created_at=state.created_at, last_active_at=state.last_active_at,
-        message_count=state.message_count, version=state.version,
+        message_count=state.message_count - state.records, version=state.version,
         native_session_id=state.native_session_id, forgotten=state.forgotten,
         resumed_at=state.resumed_at,
     )

@@ -19,7 +19,7 @@ from convlog.accounting.prices import PriceTable
 from convlog.accounting.tokens import count_tokens
 from convlog.domain.errors import InvalidInput
 from convlog.projections.adk_sessions import ADK
-from convlog.projections.catalog import CATALOG, ConversationFacts
+from convlog.projections.catalog import CATALOG, STATE_CHANNELS, ConversationFacts
 from convlog.projections.repair_counts import REPAIRS, TOOL_REPAIR_COUNTS
 from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
@@ -61,6 +61,9 @@ _USAGE_SUMS = """
     list_sort(COALESCE(list(DISTINCT price_version) FILTER (
         WHERE price_version IS NOT NULL), [])) AS price_versions
 """
+
+
+_STATE_CHANNELS = ", ".join(f"'{c}'" for c in STATE_CHANNELS)
 
 
 class CatalogRow(ConversationFacts, frozen=True, kw_only=True):
@@ -157,7 +160,8 @@ class Analytics:
                  include_archived: bool = False, idle_before: datetime | None = None,
                  limit: int | None = None, workspace: str | None = None
                  ) -> list[CatalogRow]:
-        where: list[str] = ["TRUE"]
+        # a surface's own state (ADK's adk-state: scopes) is no conversation
+        where: list[str] = [f"(s.channel IS NULL OR s.channel NOT IN ({_STATE_CHANNELS}))"]
         params: list[object] = []
         if user is not None:
             where.append('s."user" = ?')

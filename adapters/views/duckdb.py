@@ -47,7 +47,7 @@ from convlog.projections.views import Table, View
 from convlog.storage.errors import CorruptEvent, StorageError
 
 APPLICATION = "convlog"
-VIEWS_FORMAT = 7  # bump when rows change meaning without a table change: forces a rebuild
+VIEWS_FORMAT = 8  # bump when rows change meaning without a table change: forces a rebuild
 HOLD_AT_MOST = 2.0
 """Seconds a process keeps the views file open across back-to-back uses (see connect)."""
 HANDOVER_GAP = 0.1

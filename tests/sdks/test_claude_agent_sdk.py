@@ -70,9 +70,12 @@ def test_transcripts_come_back_exactly_and_read_as_messages(store: Any) -> None:
     assert run(store.load(KEY)) == TRANSCRIPT
     messages = store.log.messages(conversation_key(KEY))
     assert [m.role for m in messages] == ["user", "assistant", "assistant", "user",
-                                          "assistant", "assistant"]
+                                          "assistant"]
     assert messages[2].content[0].name == "Grep"
-    assert messages[5].content == []  # the title: kept, nothing to re-read
+    # the title entry: kept for `load` (above), a record, no message (issue 41)
+    (title,) = [r.event for r in store.log.events(conversation_key(KEY))
+                if getattr(r.event, "record", None) is not None]
+    assert title.record == "custom-title" and title.raw == TRANSCRIPT[5]
     text = store.log.context(conversation_key(KEY)).text
     assert "Where is auth configured?" in text and "In src/auth.py." in text
     assert "called tool Grep" in text

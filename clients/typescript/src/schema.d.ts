@@ -1015,6 +1015,8 @@ export interface components {
             raw?: {
                 [key: string]: unknown;
             } | null;
+            /** @default null */
+            record?: string | null;
             at: string;
         };
         /** MessageLine */
