@@ -38,24 +38,33 @@ def native_updates(raw: Any) -> list[dict[str, Any]] | None:
     return [u for u in updates if isinstance(u, dict)]
 
 
-def _head(update: dict[str, Any]) -> dict[str, Any] | None:
-    """What a text chunk says besides its text (None: not a text chunk)."""
+def _head(update: dict[str, Any]) -> Any:
+    """What a text chunk says besides its text (None: not a text chunk). The usual
+    chunk (a kind, maybe a `messageId`, plain text) is said by a tuple, without
+    copying dicts: this runs once per streamed chunk."""
     content = update.get("content")
-    if update.get("sessionUpdate") not in CHUNKS or not isinstance(content, dict) \
-            or content.get("type") != "text" or not isinstance(content.get("text"), str):
+    if update.get("sessionUpdate") not in CHUNKS or type(content) is not dict \
+            or content.get("type") != "text" or type(content.get("text")) is not str:
         return None
+    if len(content) == 2 and (len(update) == 2 or (len(update) == 3
+                                                    and "messageId" in update)):
+        return update["sessionUpdate"], update.get("messageId")  # nothing else in it
     return {**update, "content": {k: v for k, v in content.items() if k != "text"}}
 
 
 class _Said:
     """Consecutive text chunks of one message, kept as their texts (joined once)."""
 
-    def __init__(self, head: dict[str, Any], text: str) -> None:
+    def __init__(self, head: Any, first: dict[str, Any]) -> None:
         self.head = head
-        self.texts = [text]
+        self.first = first
+        self.texts = [first["content"]["text"]]
 
     def update(self) -> dict[str, Any]:
-        return {**self.head, "content": {**self.head["content"], "text": "".join(self.texts)}}
+        if len(self.texts) == 1:
+            return self.first
+        return {**self.first, "content": {**self.first["content"],
+                                          "text": "".join(self.texts)}}
 
 
 class Kept:
@@ -63,17 +72,19 @@ class Kept:
 
     def __init__(self) -> None:
         self._updates: list[dict[str, Any] | _Said] = []
+        self._said: _Said | None = None
+        """The last update, when it is text chunks (the next may join them)."""
 
     def add(self, update: dict[str, Any]) -> None:
         head = _head(update)
         if head is None:
             self._updates.append(update)
-            return
-        last = self._updates[-1] if self._updates else None
-        if isinstance(last, _Said) and last.head == head:
-            last.texts.append(update["content"]["text"])
+            self._said = None
+        elif self._said is not None and self._said.head == head:
+            self._said.texts.append(update["content"]["text"])
         else:
-            self._updates.append(_Said(head, update["content"]["text"]))
+            self._said = _Said(head, update)
+            self._updates.append(self._said)
 
     def __bool__(self) -> bool:
         return bool(self._updates)
