@@ -30,10 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how long the agent has to answer initialize before the host gets "
                         "an error (default 60)")
     p.add_argument("--preamble", default="first-blocks", choices=("first-blocks", "none"),
-                   help="the host's system prompt: first-blocks (default) takes the text "
-                        "blocks before the last one in a session's first prompt as the "
-                        "preamble, forwarded first and never recorded; none records every "
-                        "block as the user's")
+                   help="the host's system prompt, when the host does not mark it "
+                        "(annotations audience [\"assistant\"], or _meta convlog/preamble): "
+                        "first-blocks (default) takes the first text block of a session's "
+                        "first prompt when more text follows; none takes no block, so an "
+                        "unmarked system prompt is recorded as the user's words. What is "
+                        "taken is recorded as the preamble, not as dialogue")
     p.add_argument("--log-level", default="warning",
                    choices=("debug", "info", "warning", "error"),
                    help="what the proxy logs on stderr (default warning)")
