@@ -27,12 +27,16 @@ from convlog.http import analytics, conversations, memory, resume, stream
 from convlog.http.auth import Auth
 from convlog.http.endpoint import Call, Endpoint, Server, json_response
 from convlog.http.guard import Guard
-from convlog.http.idempotency import HEADER, REUSED, Stored, scope_digest
+from convlog.http.idempotency import HEADER, REUSED, fingerprint, scope_digest
 from convlog.http.idempotency import check_key as check_idempotency_key
 from convlog.http.limits import BODY_TIMEOUT, MAX_BODY, MAX_REQUESTS, Limits
 from convlog.http.openapi import encoded
-from convlog.http.problems import handle, to_problem
+from convlog.http.problems import ProblemError, handle, to_problem
 from convlog.http.schema import Health
+from convlog.services.requests import Answer, RequestRecorded, recording
+
+WAIT_STEPS, WAIT_STEP = 50, 0.1
+"""A retry racing its first request waits this long at most for the first answer."""
 
 # Each endpoint names its own operationId (see Endpoint): the order here is free.
 ENDPOINTS: list[Endpoint] = [*conversations.ENDPOINTS, *resume.ENDPOINTS, *stream.ENDPOINTS,
@@ -48,29 +52,49 @@ def _view(server: Server, endpoint: Endpoint) -> Any:
                 endpoint.method == "POST") else None
             if idem is None:
                 return _answer(await endpoint.handler(call))
-            scope = (principal.user or "", endpoint.path, request.url.path, idem)
-            body = await request.body()
-            fingerprint = server.idempotency.fingerprint(request.method, request.url.path,
-                                                         body)
-            found = server.idempotency.get(scope, fingerprint)
-            if found is not None:
-                return Response(found.body, status_code=found.status,
-                                media_type="application/json",
-                                headers={"Idempotent-Replayed": "true"})
-            # the store decides, for every server on it and across restarts
-            recorded = await call.run(server.log.claim_request, scope_digest(scope),
-                                      fingerprint.hex())
-            if recorded != fingerprint.hex():
-                raise InvalidInput(REUSED, field=HEADER)
-            response = _answer(await endpoint.handler(call))
-            if response.status_code < 500:
-                server.idempotency.put(scope, Stored(fingerprint, response.status_code,
-                                                     bytes(response.body)))
-            return response
+            return await _keyed(call, endpoint, idem)
         except Exception as exc:
             return to_problem(exc, request.url.path)
     view.__name__ = endpoint.handler.__name__
     return view
+
+
+async def _keyed(call: Call, endpoint: Endpoint, idem: str) -> Response:
+    """A POST under an Idempotency-Key (convlog.http.idempotency): the first answer
+    again, from the store, or the request run with its key marked in its write, and
+    its answer kept once it succeeded."""
+    request, log = call.request, call.log
+    scope = scope_digest((call.principal.user or "", endpoint.path, request.url.path, idem))
+    mine = fingerprint(request.method, request.url.path, await request.body())
+    found = await call.run(log.request_answer, scope)
+    if found is not None:
+        return _replayed(found, mine)
+    try:
+        with recording(scope):
+            response = _answer(await endpoint.handler(call))
+    except RequestRecorded:  # another server, or this one before a crash, recorded it
+        for _ in range(WAIT_STEPS):
+            found = await call.run(log.request_answer, scope)
+            if found is not None:
+                return _replayed(found, mine)
+            await anyio.sleep(WAIT_STEP)
+        raise ProblemError(409, "request-in-progress", "a request under this "
+                           "Idempotency-Key was recorded and its answer is not kept yet; "
+                           "nothing was recorded again: retry later", field=HEADER,
+                           headers={"Retry-After": "1"}) from None
+    if 200 <= response.status_code < 300:  # refused requests keep nothing
+        kept = await call.run(log.keep_request_answer, scope, Answer(
+            mine, response.status_code, bytes(response.body)), call.principal.user)
+        if kept.fingerprint != mine:
+            raise InvalidInput(REUSED, field=HEADER)
+    return response
+
+
+def _replayed(found: Answer, mine: str) -> Response:
+    if found.fingerprint != mine:
+        raise InvalidInput(REUSED, field=HEADER)
+    return Response(found.answer, status_code=found.status, media_type="application/json",
+                    headers={"Idempotent-Replayed": "true"})
 
 
 def _answer(value: Any) -> Response:

@@ -25,7 +25,6 @@ import convlog
 from convlog.domain.conversation import Command, RequireUser, StartConversation, check_key
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.http.auth import Auth, Principal
-from convlog.http.idempotency import IdempotencyCache
 from convlog.http.problems import ProblemError
 from convlog.projections.view_model import parse_time
 from convlog.services.jsonstrict import decode
@@ -52,7 +51,6 @@ class Server:
 
     log: convlog.ConversationLog
     auth: Auth
-    idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
     poll_interval: float = 0.25
     ping_interval: float = 15.0
     stopping: anyio.Event | None = None

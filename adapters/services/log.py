@@ -76,6 +76,7 @@ from convlog.services.writer import Writer
 from convlog.storage.application import MESSAGE_TOPICS, ConversationStore
 from convlog.storage.errors import StorageError
 from convlog.storage.mapper import RawEntry, RawItem, RawJson
+from convlog.storage.requests import Answer
 from convlog.storage.urls import StorageConfig, parse_url
 from convlog.views.analytics import Analytics, CatalogRow
 
@@ -256,12 +257,16 @@ class ConversationLog(CatalogQueries):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
 
-    def claim_request(self, idempotency_key: str, fingerprint: str) -> str:
-        """Record `fingerprint` (of a request) under `idempotency_key` unless one is
-        recorded already, in the store, so every process on it agrees; returns the one
-        on record: another than `fingerprint` means the key was used for another request
-        (convlog.storage.requests; kept 24 hours)."""
-        return self._writer.store.claim_request(idempotency_key, fingerprint, time.time())
+    def request_answer(self, scope: str) -> Answer | None:
+        """The first answer to the keyed request `scope` (an HTTP `Idempotency-Key`'s
+        digest: convlog.storage.requests), kept in the store, so every process on it
+        answers a retry the same; None when there is none (or it expired)."""
+        return self._store.find_answer(scope, time.time())
+
+    def keep_request_answer(self, scope: str, answer: Answer, user: str | None) -> Answer:
+        """Keep the first answer to the keyed request `scope` (sealed under `user`'s key
+        in an encrypted store); the one kept, another process's if it was first."""
+        return self._store.keep_answer(scope, answer, time.time(), user)
 
     def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
         """Which of `ids` the conversation already holds (indexed queries; an unknown

@@ -79,6 +79,7 @@ def forget(writer: Writer, user: str, requested_by: str | None = None) -> Forget
         writer.execute(key, [Forget(user=user, requested_by=requested_by)])
         keys.append(key)
     destroyed += keyring.forget(user)  # made meanwhile (see above)
+    store.drop_answers()  # kept HTTP answers may hold their text (convlog.storage.requests)
     store.keys.erase()  # also when no key was left: a previous run may have been cut short
     return ForgetResult(user=user, conversations=keys, keys_destroyed=len(destroyed))
 

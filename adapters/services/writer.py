@@ -32,6 +32,7 @@ from convlog.domain.events import HistoryInjected, MessageAppended, Recorded, Su
 from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
 from convlog.projections.memory import DEFAULT_DEPTH
+from convlog.services import requests
 from convlog.services.redacting import Redactor, redact_command
 from convlog.services.results import AppendResult
 from convlog.storage.application import ConversationStore
@@ -113,10 +114,14 @@ class Writer:
     def _write(self, key: str, choose: Decide, origins: Sequence[str] | None
                ) -> tuple[Conversation, list[Recorded]]:
         cid = conversation_id(key)
+        claim = requests.current()  # a keyed HTTP request: its mark goes with the events
 
         def with_known_ids(state: Conversation, fresh: bool) -> Sequence[Command]:
             # Optimistic: the first attempt skips the lookup; a known id makes the
             # insert conflict on the index, and the retry (fresh) looks ids up.
+            if claim is not None and fresh and state.started and \
+                    self.store.index.known_message_ids(cid, [claim.entry]):
+                raise requests.RequestRecorded(key)  # recorded under this key before
             commands = self._with_policy(state, choose(state, fresh))
             if not fresh or not state.started:
                 return commands
@@ -131,7 +136,11 @@ class Writer:
         # The write slot is held by each attempt, not across a conflict's reload and
         # back-off (ConversationStore.execute): a race on one conversation never
         # stalls this process's other writes.
-        return self.store.execute(cid, key, with_known_ids, origins, slot=self.lock)
+        state, saved = self.store.execute(cid, key, with_known_ids, origins, slot=self.lock,
+                                          mark=claim.entry if claim is not None else None)
+        if claim is not None and saved:
+            claim.used = True
+        return state, saved
 
     def _with_policy(self, state: Conversation, commands: Sequence[Command]
                      ) -> Sequence[Command]:

@@ -33,11 +33,13 @@ from eventsourcing.persistence import (
     PersistenceError,
 )
 
+from convlog.crypto import cipher
 from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
 from convlog.storage.errors import ConcurrencyError, StorageError, StorageUnavailable
 from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics, topic_of
+from convlog.storage.requests import Answer
 from convlog.storage.sealed import Sealer
 
 SNAPSHOT_INTERVAL = 500
@@ -65,7 +67,11 @@ class IndexedRecorder(Protocol):
     def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
                     ) -> list[tuple[int, str, bytes]]: ...
 
-    def claim_request(self, scope: str, fingerprint: str, now: float) -> str: ...
+    def find_answer(self, scope: str, now: float) -> Answer | None: ...
+
+    def keep_answer(self, scope: str, found: Answer, now: float) -> Answer: ...
+
+    def drop_answers(self) -> None: ...
 
     def token_counts(self, first: int, last: int) -> dict[int, tuple[int, str]]: ...
 
@@ -283,9 +289,34 @@ class ConversationStore(Application[UUID]):
         return state
 
     @storage_errors
-    def claim_request(self, scope: str, fingerprint: str, now: float) -> str:
-        """See convlog.storage.requests: the fingerprint on record for `scope`."""
-        return self.index.claim_request(scope, fingerprint, now)
+    def find_answer(self, scope: str, now: float) -> Answer | None:
+        """The answer kept for a keyed request (convlog.storage.requests), opened; None
+        when there is none, or when its user's key was destroyed since."""
+        found = self.index.find_answer(scope, now)
+        if found is None or not self.keyring.enabled:
+            return found
+        aead = self.keyring.cipher_of(cipher.key_id_of(found.answer))
+        if aead is None:
+            return None
+        return found._replace(answer=cipher.unseal(aead, found.answer, scope.encode()))
+
+    @storage_errors
+    def drop_answers(self) -> None:
+        """Delete every kept answer (`forget`: an answer may hold the user's text)."""
+        self.index.drop_answers()
+
+    @storage_errors
+    def keep_answer(self, scope: str, found: Answer, now: float, user: str | None
+                    ) -> Answer:
+        """Keep a keyed request's first answer; the one kept (another server's, when
+        it kept one first). Sealed under `user`'s data key in an encrypted store."""
+        plain = found.answer
+        if self.keyring.enabled:
+            key_id, aead = self.keyring.key_for(user)
+            found = found._replace(answer=cipher.seal(aead, key_id, plain, scope.encode()))
+        kept = self.index.keep_answer(scope, found, now)
+        return kept._replace(answer=plain) if kept == found else (
+            self.find_answer(scope, now) or kept)
 
     @storage_errors
     def recorded(
@@ -380,12 +411,15 @@ class ConversationStore(Application[UUID]):
         commands: Callable[[Conversation, bool], Sequence[Command]],
         origins: Sequence[str] | None = None,
         slot: AbstractContextManager[object] | None = None,
+        mark: str | None = None,
     ) -> tuple[Conversation, list[Recorded]]:
         """Decide `commands(state, fresh)` and save the events in ONE transaction.
 
         `commands` is called again on every attempt; `fresh` tells it the state was
         just read from the store (after a conflict), which is when it should look up
         which message ids are already known. Returns the new state and what was saved.
+        `mark`: an entry for the message-id index saved with the events (a keyed
+        request's, convlog.services.requests), so the same request conflicts after.
 
         `slot` (the process's write slot) is held by each attempt (decide and insert),
         never between attempts: after a conflict the tail is reloaded and any back-off
@@ -417,7 +451,7 @@ class ConversationStore(Application[UUID]):
                 events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
                 if events:
                     try:
-                        return self._save(conversation, state, events, after)
+                        return self._save(conversation, state, events, after, mark)
                     except IntegrityError:
                         conflicted = True
                 elif fresh:
@@ -439,13 +473,15 @@ class ConversationStore(Application[UUID]):
 
     def _save(
         self, conversation: UUID, state: Conversation, events: list[Event],
-        after: Conversation,
+        after: Conversation, mark: str | None = None,
     ) -> tuple[Conversation, list[Recorded]]:
         """Record `events` (decided against `state`, which they turn into `after`)."""
         user, first = after.user, state.version + 1
         recorded = [Recorded(version, event)  # type: ignore[arg-type]
                     for version, event in enumerate(events, first)]
         new_ids = [e.message_id for e in events if isinstance(e, MessageAppended)]
+        if mark is not None:
+            new_ids.append(mark)
         # Straight to the recorder: Application.save would only add per-event protocol
         # checks (~10 us each on Python 3.11) and Recording objects nobody reads.
         # Storage failures become StorageError in `execute` (storage_errors); a conflict

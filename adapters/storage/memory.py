@@ -13,6 +13,7 @@ from eventsourcing.persistence import ApplicationRecorder, IntegrityError, Store
 from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
 
 from convlog.crypto.keyring import KeyRow
+from convlog.storage.requests import Answer
 from convlog.storage.token_counts import MemoryTokenCounts
 
 
@@ -22,7 +23,7 @@ class POPOConvlogRecorder(POPOApplicationRecorder, MemoryTokenCounts):
         MemoryTokenCounts.__init__(self)
         self._message_ids: set[tuple[UUID, str]] = set()
         self._keys: dict[str, KeyRow] = {}
-        self._requests: dict[str, str] = {}
+        self._answers: dict[str, Answer] = {}
         self._identity = uuid.uuid4().hex
 
     def store_identity(self) -> str:
@@ -114,10 +115,18 @@ class POPOConvlogRecorder(POPOApplicationRecorder, MemoryTokenCounts):
                     originator_id=old.originator_id, originator_version=version,
                     topic=old.topic, state=state)
 
-    def claim_request(self, scope: str, fingerprint: str, now: float) -> str:
+    def find_answer(self, scope: str, now: float) -> Answer | None:
         """See convlog.storage.requests (nothing outlives the process: no expiry)."""
         with self._database_lock:
-            return self._requests.setdefault(scope, fingerprint)
+            return self._answers.get(scope)
+
+    def keep_answer(self, scope: str, found: Answer, now: float) -> Answer:
+        with self._database_lock:
+            return self._answers.setdefault(scope, found)
+
+    def drop_answers(self) -> None:
+        with self._database_lock:
+            self._answers.clear()
 
     def erase(self, vacuum: bool = False) -> None:
         """Nothing outlives the process: nothing to erase."""

@@ -7,17 +7,17 @@ from typing import Any
 
 from psycopg.sql import SQL, Composed, Identifier
 
-from convlog.storage.requests import KEEP_SECONDS, REQUESTS_TABLE
+from convlog.storage.requests import ANSWERS_TABLE, KEEP_SECONDS, Answer
 
 
 def requests_ddl(schema: Identifier) -> list[Composed]:
-    table = Identifier(REQUESTS_TABLE)
+    table = Identifier(ANSWERS_TABLE)
     return [
         SQL("CREATE TABLE IF NOT EXISTS {s}.{t} (scope text PRIMARY KEY, "
-            "fingerprint text NOT NULL, created_at double precision NOT NULL)"
-            ).format(s=schema, t=table),
-        SQL("CREATE INDEX IF NOT EXISTS convlog_request_keys_created ON {s}.{t} (created_at)"
-            ).format(s=schema, t=table),
+            "fingerprint text NOT NULL, status integer NOT NULL, answer bytea NOT NULL, "
+            "created_at double precision NOT NULL)").format(s=schema, t=table),
+        SQL("CREATE INDEX IF NOT EXISTS convlog_request_answers_created ON {s}.{t} "
+            "(created_at)").format(s=schema, t=table),
     ]
 
 
@@ -26,15 +26,30 @@ class PostgresRequestTable:
 
     datastore: Any
 
-    def claim_request(self, scope: str, fingerprint: str, now: float) -> str:
-        """Record `fingerprint` for `scope` unless one is there; the one on record."""
-        schema, table = Identifier(self.datastore.schema), Identifier(REQUESTS_TABLE)
-        with self.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("DELETE FROM {s}.{t} WHERE created_at < %s").format(
-                s=schema, t=table), (now - KEEP_SECONDS,))
-            curs.execute(SQL("INSERT INTO {s}.{t} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
-                             ).format(s=schema, t=table), (scope, fingerprint, now))
-            curs.execute(SQL("SELECT fingerprint FROM {s}.{t} WHERE scope = %s").format(
-                s=schema, t=table), (scope,))
+    def _names(self) -> dict[str, Identifier]:
+        return {"s": Identifier(self.datastore.schema), "t": Identifier(ANSWERS_TABLE)}
+
+    def find_answer(self, scope: str, now: float) -> Answer | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT fingerprint, status, answer FROM {s}.{t} WHERE "
+                             "scope = %s AND created_at >= %s").format(**self._names()),
+                         (scope, now - KEEP_SECONDS))
             row = curs.fetchone()
-        return str(row["fingerprint"])
+        return None if row is None else Answer(row["fingerprint"], row["status"],
+                                               bytes(row["answer"]))
+
+    def keep_answer(self, scope: str, found: Answer, now: float) -> Answer:
+        names = self._names()
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(SQL("DELETE FROM {s}.{t} WHERE created_at < %s").format(**names),
+                         (now - KEEP_SECONDS,))
+            curs.execute(SQL("INSERT INTO {s}.{t} VALUES (%s, %s, %s, %s, %s) "
+                             "ON CONFLICT DO NOTHING").format(**names), (scope, *found, now))
+            curs.execute(SQL("SELECT fingerprint, status, answer FROM {s}.{t} "
+                             "WHERE scope = %s").format(**names), (scope,))
+            row = curs.fetchone()
+        return Answer(row["fingerprint"], row["status"], bytes(row["answer"]))
+
+    def drop_answers(self) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(SQL("DELETE FROM {s}.{t}").format(**self._names()))

@@ -1,43 +1,63 @@
-"""Request fingerprints of the HTTP service's `Idempotency-Key`, kept in the store.
+"""The answers of the HTTP service's keyed requests (`Idempotency-Key`), kept in the
+store.
 
-A key's first request is recorded as (scope digest, body fingerprint, time) the first
-time it is seen, by whichever server process sees it: the same key sent again with
-another body is then refused by every server on the database, and after a restart,
-not only by the one that saw it first. The claim is one atomic statement on the
-store's primary key, before the request runs: of two servers racing with one key
-and two bodies, exactly one wins. Only digests are kept (no user, key or text), and
-only for `KEEP_SECONDS` (the IETF idempotency-key draft lets keys expire).
+A request's first answer is kept as (scope digest, body fingerprint, status, answer,
+time) once it succeeded, by whichever server process answered it: the same key sent
+again is answered with it by every server on the database, and after a restart (with
+another body: refused). Refused requests keep nothing. The answer is sealed like
+content in an encrypted store (`ConversationStore.keep_answer`); only digests stand
+for the user, route, path and key; rows are kept `KEEP_SECONDS` (the IETF
+idempotency-key draft lets keys expire), and `forget` deletes them all.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-REQUESTS_TABLE = "convlog_request_keys"
+ANSWERS_TABLE = "convlog_request_answers"
 KEEP_SECONDS = 24 * 3600.0
 
 SQLITE_DDL = [
-    f"CREATE TABLE IF NOT EXISTS {REQUESTS_TABLE} (scope TEXT PRIMARY KEY, "
-    "fingerprint TEXT NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID",
-    f"CREATE INDEX IF NOT EXISTS {REQUESTS_TABLE}_created ON {REQUESTS_TABLE} (created_at)",
+    f"CREATE TABLE IF NOT EXISTS {ANSWERS_TABLE} (scope TEXT PRIMARY KEY, "
+    "fingerprint TEXT NOT NULL, status INTEGER NOT NULL, answer BLOB NOT NULL, "
+    "created_at REAL NOT NULL) WITHOUT ROWID",
+    f"CREATE INDEX IF NOT EXISTS {ANSWERS_TABLE}_created ON {ANSWERS_TABLE} (created_at)",
 ]
 
 
+class Answer(NamedTuple):
+    fingerprint: str
+    status: int
+    answer: bytes
+
+
 class SQLiteRequestTable:
-    """Mixed into the SQLite recorder (which provides `_write_tx`)."""
+    """Mixed into the SQLite recorder (which provides `_write_tx` and `_rows`)."""
 
     def _write_tx(self, begin: bool = True) -> Any:
         raise NotImplementedError
 
-    def claim_request(self, scope: str, fingerprint: str, now: float) -> str:
-        """Record `fingerprint` for `scope` unless one is there; the one on record."""
-        with self._write_tx() as conn:
+    def find_answer(self, scope: str, now: float) -> Answer | None:
+        """The answer kept for `scope`, if one younger than `KEEP_SECONDS` is."""
+        with self._write_tx(begin=False) as conn:
             for statement in SQLITE_DDL:  # a file made before this table existed
                 conn.execute(statement)
-            conn.execute(f"DELETE FROM {REQUESTS_TABLE} WHERE created_at < ?",
+            row = conn.execute(f"SELECT fingerprint, status, answer FROM {ANSWERS_TABLE} "
+                               "WHERE scope = ? AND created_at >= ?",
+                               [scope, now - KEEP_SECONDS]).fetchone()
+        return None if row is None else Answer(str(row[0]), int(row[1]), bytes(row[2]))
+
+    def keep_answer(self, scope: str, found: Answer, now: float) -> Answer:
+        """Keep `found` for `scope` unless an answer is kept already; the one kept."""
+        with self._write_tx() as conn:
+            conn.execute(f"DELETE FROM {ANSWERS_TABLE} WHERE created_at < ?",
                          [now - KEEP_SECONDS])
-            conn.execute(f"INSERT OR IGNORE INTO {REQUESTS_TABLE} VALUES (?, ?, ?)",
-                         [scope, fingerprint, now])
-            row = conn.execute(f"SELECT fingerprint FROM {REQUESTS_TABLE} WHERE scope = ?",
-                               [scope]).fetchone()
-        return str(row[0])
+            conn.execute(f"INSERT OR IGNORE INTO {ANSWERS_TABLE} VALUES (?, ?, ?, ?, ?)",
+                         [scope, *found, now])
+            row = conn.execute(f"SELECT fingerprint, status, answer FROM {ANSWERS_TABLE} "
+                               "WHERE scope = ?", [scope]).fetchone()
+        return Answer(str(row[0]), int(row[1]), bytes(row[2]))
+
+    def drop_answers(self) -> None:
+        with self._write_tx() as conn:
+            conn.execute(f"DELETE FROM {ANSWERS_TABLE}")

@@ -15,7 +15,7 @@ from eventsourcing.persistence import IntegrityError
 import convlog
 from convlog.domain.conversation import conversation_id
 from convlog.storage.mapper import Envelope
-from convlog.storage.requests import KEEP_SECONDS
+from convlog.storage.requests import KEEP_SECONDS, Answer
 from tests.samples import samples
 
 
@@ -78,14 +78,20 @@ class StorageContract:
         assert back == [e.event for e in envelopes]
 
 
-    def test_a_request_key_keeps_its_first_fingerprint_for_a_day(
+    def test_a_request_keeps_its_first_answer_for_a_day(
             self, log: convlog.ConversationLog) -> None:
         store = log.store
-        assert store.claim_request("scope", "one", 1000.0) == "one"
-        assert store.claim_request("scope", "two", 1000.0 + KEEP_SECONDS - 1) == "one"
-        assert store.claim_request("other", "two", 1000.0) == "two"
+        one, two = Answer("one", 200, b'{"v":1}'), Answer("two", 201, b'{"v":2}')
+        assert store.find_answer("scope", 1000.0) is None
+        assert store.keep_answer("scope", one, 1000.0, "u") == one
+        assert store.keep_answer("scope", two, 1000.0 + KEEP_SECONDS - 1, "u") == one
+        assert store.find_answer("scope", 1000.0 + KEEP_SECONDS - 1) == one
+        assert store.keep_answer("other", two, 1000.0, None) == two
         if log.config.backend != "memory":  # nothing outlives a memory:// process
-            assert store.claim_request("scope", "two", 1001.0 + KEEP_SECONDS) == "two"
+            assert store.find_answer("scope", 1001.0 + KEEP_SECONDS) is None
+            assert store.keep_answer("scope", two, 1001.0 + KEEP_SECONDS, "u") == two
+        store.drop_answers()
+        assert store.find_answer("other", 1000.0) is None
 
 
 class TestMemory(StorageContract):

@@ -31,7 +31,7 @@ Param = tuple[str, str, str, str]
 
 SYNC_ONLY = {  # operations of ConversationLog with no coroutine twin, and why
     "builder": "a context builder is a tool, not an operation",
-    "claim_request": "the HTTP service's Idempotency-Key, in a worker thread",
+    "keep_request_answer": "the HTTP service's Idempotency-Key, in a worker thread",
     "enable_encryption": "maintenance (`convlog keys enable`), run once, offline",
     "execute": "the commands API of entry points (CLI, HTTP, SDK stores), all blocking",
     "export_parquet": "analytics export, blocking by nature",
@@ -40,6 +40,7 @@ SYNC_ONLY = {  # operations of ConversationLog with no coroutine twin, and why
     "import_conversations": "`convlog watch`'s driver, blocking",
     "known_message_ids": "a lookup for the importers' driver",
     "rebuild_views": "maintenance of the views",
+    "request_answer": "the HTTP service's Idempotency-Key, in a worker thread",
     "record_injection": "the HTTP service's resume bookkeeping, in a worker thread",
     "refresh_views": "maintenance of the views",
 }
