@@ -21,7 +21,8 @@ not JSON to stdout (a hostile agent); "title: X" names the session X
 are used per prompt so far. "edit" adds what an editor shows of a tool call: a call
 with its `kind`, `rawInput` and `locations`, progress, agent text streamed in chunks
 between, and a final update with a `diff` content block, text, `rawOutput` and
-`locations` (issue 41); "twice" sends the reply in two chunks of one `messageId`.
+`locations` (issue 41); "twice" sends the reply in two chunks of one `messageId`;
+"later" sends a title and a `usage_update` 0.2 s after the turn was answered.
 """
 
 from __future__ import annotations
@@ -145,6 +146,14 @@ class TestAgent:
             content=[tool_diff_content(path, "x = 2\n", "x = 1\n"),
                      tool_content(text_block("edited a.py"))]))
 
+    async def _after_the_turn(self, session_id: str) -> None:
+        await self.conn.session_update(session_id, SessionInfoUpdate(
+            session_update="session_info_update", title="Named after the turn",
+            updated_at="2026-11-28T00:00:00Z"))
+        await self.conn.session_update(session_id, UsageUpdate(
+            session_update="usage_update", used=777, size=1000,
+            cost=Cost(amount=0.5, currency="USD")))
+
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         texts = [getattr(b, "text", "") for b in prompt]
         with self.trace.open("a") as f:
@@ -204,6 +213,9 @@ class TestAgent:
         await send(session_id, UsageUpdate(session_update="usage_update", used=used, size=1000,
                                            cost=Cost(amount=0.01 * len(self.sessions[session_id]),
                                                      currency="USD")))
+        if "later" in text:  # a title and usage sent after the turn was answered
+            asyncio.get_running_loop().call_later(0.2, lambda: asyncio.ensure_future(
+                self._after_the_turn(session_id)))
         return PromptResponse(stop_reason="end_turn")
 
 

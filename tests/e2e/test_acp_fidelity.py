@@ -106,6 +106,44 @@ def test_a_load_replays_the_tool_calls_usage_and_title_the_host_saw_live(tmp_pat
             getattr(p, "id", None) == "e1" for p in messages[3].content)
 
 
+def test_a_title_and_usage_sent_after_a_turn_are_replayed_as_they_came(
+        tmp_path: Path) -> None:
+    """Updates the agent sends outside a prompt turn are no message's: they are kept
+    with their facts (title_changed, context_window_reported) and replayed in place."""
+    db = f"sqlite:///{tmp_path / 'acp.db'}"
+
+    async def live() -> tuple[str, list[dict[str, Any]]]:
+        client = RecordingClient()
+        async with acp.spawn_agent_process(
+                client, *proxy_command(db, agent_command("memory", tmp_path)), env=env(),
+                use_unstable_protocol=True) as (conn, proc):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id,
+                              prompt=[acp.text_block("tell me later")])
+            while not any(u.get("used") == 777 for _, u in client.updates):
+                await asyncio.sleep(0.05)  # the agent's updates after the turn came
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("ok")])
+            proc.kill()
+            kill_agents(tmp_path)
+            await proc.wait()
+            return str(session.session_id), [u for _, u in client.updates]
+
+    session_id, seen = run(live())
+    after = [u for u in seen if u.get("used") == 777 or "updatedAt" in u]
+    assert [u["sessionUpdate"] for u in after] == ["session_info_update", "usage_update"]
+    replayed = run(replay(db, tmp_path, session_id))
+    assert replayed == [{"sessionUpdate": "user_message_chunk",
+                         "content": {"type": "text", "text": "tell me later"}},
+                        *coalesced(seen[:seen.index(after[0])]), *after,
+                        {"sessionUpdate": "user_message_chunk",
+                         "content": {"type": "text", "text": "ok"}},
+                        *coalesced(seen[seen.index(after[1]) + 1:])]
+    with convlog.open(db) as log:
+        row = next(r for r in log.sessions() if r.key == f"acp:{session_id}")
+        assert row.title == "Named after the turn"
+
+
 def test_two_prompts_sent_at_once_are_both_recorded_in_order(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'acp.db'}"
 
