@@ -5,14 +5,13 @@ types the server decodes and encodes, so the document cannot drift from the serv
 A copy is committed as docs/openapi.json (a test checks it equals the served one);
 regenerate it with `python -m convlog.http > docs/openapi.json`.
 
-What generators need from it, beyond msgspec's schemas (`_for_generators`): a
+What generators need from it, beyond msgspec's schemas (`_refined`): a
 discriminated union is a `oneOf` (its members exclusive by their tag; openapi-generator's
 typescript-fetch does not compile `anyOf` + discriminator), a free-form object says
 `additionalProperties: true` (else openapi-typescript types `metadata` as
-`Record<string, never>`), every POST declares the `Idempotency-Key` header it honours
-(a generated client then has a typed parameter for it), and a turn's message may omit
-its `type` tag, as the server accepts (`TurnMessage`). It passes Redocly's recommended
-rules (tests/e2e/test_openapi_generators.py).
+`Record<string, never>`), and every POST declares the `Idempotency-Key` header it
+honours (a generated client then has a typed parameter for it). It passes Redocly's
+recommended rules (tests/e2e/test_openapi_generators.py).
 """
 
 from __future__ import annotations
@@ -113,7 +112,7 @@ def document(endpoints: Sequence[Endpoint], version: str) -> dict[str, Any]:
         "security": [],
         "responses": {"200": {"description": "OK", "content": {"application/json": {
             "schema": schemas[Health]}}}, **{c: problems[c] for c in HEALTH_ERRORS}}}}
-    return _for_generators({
+    refined: dict[str, Any] = _refined({
         "openapi": "3.1.0",
         "info": {"title": "convlog", "version": version,
                  "description": "An event-sourced conversation log for AI agent hosts, over "
@@ -129,25 +128,11 @@ def document(endpoints: Sequence[Endpoint], version: str) -> dict[str, Any]:
         },
         "security": [{"bearer": []}],
     })
-
-
-def _for_generators(document: dict[str, Any]) -> dict[str, Any]:
-    """The document as client generators need it (see the module's docstring)."""
-    schemas = document["components"]["schemas"]
-    if "TurnIn" in schemas and "MessageLine" in schemas:
-        message = {**schemas["MessageLine"], "title": "TurnMessage",
-                   "required": [r for r in schemas["MessageLine"]["required"] if r != "type"]}
-        message["description"] = ("A message of a turn: a `message` line of `convlog "
-                                  "record`, whose `type` may be left out.")
-        schemas["TurnMessage"] = message
-        schemas["TurnIn"]["properties"]["messages"]["items"] = {
-            "$ref": REF.format(name="TurnMessage")}
-        document["components"]["schemas"] = dict(sorted(schemas.items()))
-    refined: dict[str, Any] = _refined(document)
     return refined
 
 
 def _refined(node: Any) -> Any:
+    """`node` as client generators need it (see the module's docstring)."""
     if isinstance(node, list):
         return [_refined(item) for item in node]
     if not isinstance(node, dict):

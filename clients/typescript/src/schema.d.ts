@@ -1608,38 +1608,7 @@ export interface components {
          *         there is one, else a fresh one.
          */
         TurnIn: {
-            messages: components["schemas"]["TurnMessage"][];
-        };
-        /**
-         * TurnMessage
-         * @description A message of a turn: a `message` line of `convlog record`, whose `type` may be left out.
-         */
-        TurnMessage: {
-            /** @enum {unknown} */
-            type?: "message";
-            /** @enum {string} */
-            role: "user" | "assistant" | "tool";
-            content: string | (components["schemas"]["TextIn"] | components["schemas"]["ImageIn"] | components["schemas"]["ToolUseIn"] | components["schemas"]["ToolResultIn"] | components["schemas"]["ThinkingIn"])[];
-            /** @default null */
-            id?: string | null;
-            /** @default null */
-            model?: string | null;
-            /** @default null */
-            agent?: string | null;
-            /** @default null */
-            usage?: components["schemas"]["UsageIn"] | null;
-            /** @default null */
-            cost_usd?: string | null;
-            /** @default [] */
-            tool_calls?: components["schemas"]["ToolCallIn"][];
-            /** @default null */
-            tool_call_id?: string | null;
-            /** @default null */
-            tokens?: number | null;
-            /** @default null */
-            created_at?: string | null;
-            /** @default null */
-            response_id?: string | null;
+            messages: components["schemas"]["MessageLine"][];
         };
         /**
          * Usage
