@@ -33,20 +33,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-body", type=positive_int, default=8 * 1024 * 1024, metavar="BYTES",
                    help="largest request body (default 8 MiB)")
     p.add_argument("--max-connections", type=positive_int, default=1000, metavar="N",
-                   help="requests in flight (streams included) before answering 503 "
-                        "(default 1000)")
+                   help="requests in flight before answering 503 (default 1000; streams "
+                        "and /health have budgets of their own)")
     p.add_argument("--header-timeout", type=positive_float, default=10.0, metavar="SECONDS",
                    help="a request's line and headers must arrive within this time "
                         "(default 10); open connections are capped at twice "
                         "--max-connections, the oldest idle one closed to make room")
     p.add_argument("--max-streams-per-token", type=positive_int, default=None, metavar="N",
                    help="live streams one token may hold (default a tenth of "
-                        "--max-connections)")
+                        "--max-connections); one more is a 429")
+    p.add_argument("--max-streams", type=positive_int, default=None, metavar="N",
+                   help="live streams in all (default half of --max-connections); one "
+                        "more is a 503. Streams never take the requests' room")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="a web origin (https://ui.example) whose pages may call the API "
                         "(CORS); repeatable. Requests from any other Origin are refused")
     p.add_argument("--body-timeout", type=positive_float, default=10.0, metavar="SECONDS",
                    help="a request body must arrive within this time (default 10)")
+    p.add_argument("--write-timeout", type=positive_float, default=10.0, metavar="SECONDS",
+                   help="a client must read at least 64 KiB of a pending answer in every "
+                        "such time, else it is cut off and its buffer freed (default 10)")
 
 
 def check(args: argparse.Namespace) -> None:
@@ -60,7 +66,8 @@ def check(args: argparse.Namespace) -> None:
         host=args.host, port=args.port, user_tokens=args.user_tokens,
         max_body=args.max_body, body_timeout=args.body_timeout,
         max_connections=args.max_connections, header_timeout=args.header_timeout,
-        max_streams_per_token=args.max_streams_per_token,
+        write_timeout=args.write_timeout,
+        max_streams_per_token=args.max_streams_per_token, max_streams=args.max_streams,
         allow_origins=tuple(_origin(o) for o in args.allow_origin))
     server.make_auth(args.options)
     args.socket = server.bind(args.host, args.port)

@@ -104,14 +104,15 @@ def _answer(value: Any) -> Response:
 def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                max_body: int = MAX_BODY, body_timeout: float = BODY_TIMEOUT,
                max_requests: int = MAX_REQUESTS, poll_interval: float = 0.25,
-               max_streams_per_token: int = 100, allow_origins: Sequence[str] = (),
+               max_streams_per_token: int = 100, max_streams: int = 500,
+               allow_origins: Sequence[str] = (),
                host_names: Sequence[str] = (),
                endpoints: Sequence[Endpoint] = ENDPOINTS
                ) -> Any:
     """The ASGI app serving `log` (which the caller opens and closes)."""
     server = Server(log=log, auth=auth or Auth(), poll_interval=poll_interval,
                     inline_writes=log.config.backend == "sqlite",
-                    max_streams_per_token=max_streams_per_token)
+                    max_streams_per_token=max_streams_per_token, max_streams=max_streams)
     version = convlog.__version__
     document = encoded(endpoints, version)
 
@@ -140,7 +141,8 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
     app.router.redirect_slashes = False
     app.state.server = server
     limited = Limits(app, max_body=max_body, body_timeout=body_timeout,
-                     max_requests=max_requests)
+                     max_requests=max_requests,
+                     uncounted=["/health", *(e.path for e in endpoints if e.stream)])
     return Guard(limited, open_mode=not server.auth.required, allow_origins=allow_origins,
                  names=host_names)
 

@@ -57,7 +57,9 @@ class Server:
     inline_writes: bool = False
     writes: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
     max_streams_per_token: int = 100
+    max_streams: int = 500
     streams: dict[str, int] = field(default_factory=dict)  # open streams per caller
+    streams_open: int = 0  # in all
 
 
 class Call:

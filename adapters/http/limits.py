@@ -5,8 +5,10 @@ it contains (`routing_path`).
 
 - Request size: a body over `max_body` bytes is refused with 413, from its
   Content-Length before any byte is read, or as soon as a chunked body passes it.
-- Load: past `max_requests` requests in flight (streams included), a 503 problem
-  with Retry-After, before any work is done.
+- Load: past `max_requests` requests in flight, a 503 problem with Retry-After,
+  before any work is done. Streams (which last as long as their client wants) and
+  /health (which does no work) are not counted: streams have their own budget
+  (`stream`), and a server full of either still answers /health and takes writes.
 - Slow clients: the whole body must arrive within `body_timeout` seconds, else 408.
   Endpoints read the body before they touch the log, and the server is asynchronous,
   so a trickling client holds one connection, never a worker thread. (Headers, idle
@@ -16,6 +18,8 @@ it contains (`routing_path`).
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -30,18 +34,24 @@ MAX_REQUESTS = 1000
 
 class Limits:
     def __init__(self, app: ASGIApp, *, max_body: int = MAX_BODY,
-                 body_timeout: float = BODY_TIMEOUT, max_requests: int = MAX_REQUESTS):
+                 body_timeout: float = BODY_TIMEOUT, max_requests: int = MAX_REQUESTS,
+                 uncounted: Sequence[str] = ()):
         self.app = app
         self.max_body = max_body
         self.body_timeout = body_timeout
         self.max_requests = max_requests
         self.in_flight = 0
+        # path templates ("/v1/conversations/{key}/stream") not counted in flight
+        self.uncounted = re.compile("|".join(map(_pattern, uncounted)) or "(?!)")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         scope = {**scope, "path": routing_path(scope)}
+        if self.uncounted.fullmatch(scope["path"]):
+            await self._limited(scope, receive, send)
+            return
         if self.in_flight >= self.max_requests:
             await self._refuse(scope, send, ProblemError(
                 503, "overloaded", f"more than {self.max_requests} requests in flight",
@@ -100,6 +110,12 @@ class Limits:
 
 async def _no_receive() -> Any:
     return {"type": "http.disconnect"}
+
+
+def _pattern(template: str) -> str:
+    """``/v1/conversations/{key}/stream`` -> a regex matching it, any key."""
+    return "".join("[^/]+" if part.startswith("{") else re.escape(part)
+                   for part in re.split(r"(\{[^}]*\})", template))
 
 
 def routing_path(scope: Scope) -> str:

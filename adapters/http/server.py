@@ -22,7 +22,12 @@ from convlog.domain.errors import InvalidInput
 from convlog.http.app import create_app
 from convlog.http.auth import Auth, is_loopback, load_user_tokens
 from convlog.http.limits import BODY_TIMEOUT, MAX_BODY
-from convlog.http.transport import HEADER_TIMEOUT, TransportLimits, protocol_class
+from convlog.http.transport import (
+    HEADER_TIMEOUT,
+    WRITE_TIMEOUT,
+    TransportLimits,
+    protocol_class,
+)
 
 TOKEN_VAR = "CONVLOG_TOKEN"
 
@@ -37,12 +42,18 @@ class Options:
     max_connections: int = 1000
     keep_alive: float = 5.0
     header_timeout: float = HEADER_TIMEOUT
+    write_timeout: float = WRITE_TIMEOUT
     max_streams_per_token: int | None = None  # None: a tenth of max_connections
+    max_streams: int | None = None  # None: half of max_connections
     allow_origins: tuple[str, ...] = ()
 
     @property
     def streams_per_token(self) -> int:
         return self.max_streams_per_token or max(1, self.max_connections // 10)
+
+    @property
+    def streams_in_all(self) -> int:
+        return self.max_streams or max(1, self.max_connections // 2)
 
 
 def make_auth(options: Options) -> Auth:
@@ -78,6 +89,7 @@ def serve(log: convlog.ConversationLog, options: Options,
     app = create_app(log, auth=auth, max_body=options.max_body,
                      body_timeout=options.body_timeout, max_requests=options.max_connections,
                      max_streams_per_token=options.streams_per_token,
+                     max_streams=options.streams_in_all,
                      allow_origins=options.allow_origins, host_names=(options.host,))
     sock = sock if sock is not None else bind(options.host, options.port)
     port = sock.getsockname()[1]
@@ -86,7 +98,8 @@ def serve(log: convlog.ConversationLog, options: Options,
         # uvicorn's own connection limit answers in plain text and counts idle sockets:
         # the protocol sheds idle connections instead (transport.py)
         http=protocol_class(TransportLimits(header_timeout=options.header_timeout,
-                                            max_open=2 * options.max_connections)),
+                                            max_open=2 * options.max_connections,
+                                            write_timeout=options.write_timeout)),
         ws="none", limit_concurrency=None,
         timeout_keep_alive=int(options.keep_alive),
         timeout_graceful_shutdown=3, lifespan="on")

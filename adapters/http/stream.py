@@ -12,9 +12,11 @@ notifications, and across server processes on PostgreSQL. A comment line every
 client goes away or the server stops.
 
 Each caller (a token; with no token, everyone is one caller) may hold at most
-`max_streams_per_token` streams at once; one more is a 429. Streams count among the
-requests in flight (`--max-connections`), so without this one token could hold every
-slot and lock everyone else out.
+`max_streams_per_token` streams at once (one more is a 429), and the server at most
+`max_streams` in all (one more is a 503). Streams do not count among the requests in
+flight (`--max-connections`, see `limits`): a stream lasts for as long as its client
+wants, so streams held by one token, or by everyone, can never take the room that
+writes, reads and /health need.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class CountedStream(StreamingResponse):
         try:
             await super().__call__(scope, receive, send)
         finally:
+            self.server.streams_open -= 1
             left = self.server.streams[self.caller] - 1
             if left:
                 self.server.streams[self.caller] = left
@@ -68,9 +71,14 @@ def _take_slot(server: Server, caller: str) -> None:
     held = server.streams.get(caller, 0)
     if held >= server.max_streams_per_token:
         raise ProblemError(429, "too-many-streams", f"this token already holds {held} "
-                           "streams (the most one token may hold)",
+                           "streams (the most one token may hold, --max-streams-per-token)",
+                           headers={"Retry-After": "1"})
+    if server.streams_open >= server.max_streams:
+        raise ProblemError(503, "too-many-streams", f"{server.streams_open} streams are "
+                           "open, the most this server holds (--max-streams)",
                            headers={"Retry-After": "1"})
     server.streams[caller] = held + 1
+    server.streams_open += 1
 
 
 async def follow(call: Call) -> StreamingResponse:

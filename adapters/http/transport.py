@@ -14,6 +14,12 @@ long as idle sockets hold the slots. So this protocol adds, per connection:
   own, checked while they arrive (httptools buffers a trailer value whole, in time
   quadratic in its size: a 60 MB one held the event loop for seconds);
 
+- a write timeout: while an answer waits to be written (more of it is buffered than
+  the transport's high-water mark), the client must read at least `MIN_PROGRESS`
+  bytes of it every `write_timeout` seconds, else the connection is dropped and its
+  buffer freed at once (a closed connection would still hold it, for as long as its
+  client never reads: 40 such clients of a 7 MB transcript held ~270 MB);
+
 and, across the server, a cap on open connections where an idle one (no request in
 progress: headers not finished, or kept alive between requests) is closed to make
 room, oldest first, so idle sockets can never starve a client with a real request.
@@ -28,7 +34,10 @@ moment (a "lingering close"), so the client reads the answer instead of a reset.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http
+import socket
+import struct
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +49,8 @@ from convlog.http.problems import PROBLEM_TYPE, TITLES
 from convlog.http.schema import Problem
 
 HEADER_TIMEOUT = 10.0
+WRITE_TIMEOUT = 10.0
+MIN_PROGRESS = 64 * 1024
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADERS = 100
 LINGER = 2.0
@@ -51,6 +62,7 @@ class TransportLimits:
     max_header_bytes: int = MAX_HEADER_BYTES
     max_headers: int = MAX_HEADERS
     max_open: int = 2000
+    write_timeout: float = WRITE_TIMEOUT
 
 
 @dataclass
@@ -60,6 +72,7 @@ class Connections:
     limits: TransportLimits
     idle: OrderedDict[ConvlogProtocol, None] = field(default_factory=OrderedDict)
     shed: int = 0
+    stalled: int = 0  # connections dropped by the write timeout
 
 
 class _TooManyHeaders(Exception):
@@ -95,6 +108,8 @@ class ConvlogProtocol(HttpToolsProtocol):
         self.served = 0  # requests answered on this connection
         self.refused = False
         self.header_timer: asyncio.TimerHandle | None = None
+        self.write_timer: asyncio.TimerHandle | None = None
+        self.write_pending = 0  # buffered bytes at the last write check
 
     # ------------------------------------------------------------ life cycle
 
@@ -107,6 +122,7 @@ class ConvlogProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
+        self._cancel_write_timer()
         self.state.idle.pop(self, None)
         super().connection_lost(exc)
 
@@ -129,6 +145,49 @@ class ConvlogProtocol(HttpToolsProtocol):
         if self.in_headers and not self.refused and not self.transport.is_closing():
             self.refuse(408, "request-timeout", "the request line and headers did not "
                         f"arrive within {self.state.limits.header_timeout:g}s")
+
+    # ---------------------------------------------------------------- writes
+
+    def pause_writing(self) -> None:
+        """The transport buffers more than its high-water mark: watch it drain."""
+        super().pause_writing()
+        if self.write_timer is None:
+            self.write_pending = self.transport.get_write_buffer_size()
+            self.write_timer = self.loop.call_later(self.state.limits.write_timeout,
+                                                    self._check_writes)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._cancel_write_timer()
+
+    def _cancel_write_timer(self) -> None:
+        if self.write_timer is not None:
+            self.write_timer.cancel()
+            self.write_timer = None
+
+    def _check_writes(self) -> None:
+        self.write_timer = None
+        pending = self.transport.get_write_buffer_size()
+        if not pending:
+            return
+        if self.write_pending - pending < MIN_PROGRESS:
+            self.state.stalled += 1
+            self._reset()
+            return
+        self.write_pending = pending
+        self.write_timer = self.loop.call_later(self.state.limits.write_timeout,
+                                                self._check_writes)
+
+    def _reset(self) -> None:
+        """Drop the connection and everything it still had to send: abort() frees this
+        process's buffer (close() would wait to send it), and a zero linger makes the
+        kernel reset the connection rather than keep trying to send its own buffer
+        (up to a few MB) to a client that reads nothing."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
 
     def _shed_one(self) -> bool:
         """Close the oldest idle connection (not this one); False if none is idle."""

@@ -6,8 +6,10 @@ the others waited) are bench.http's; these tests check behaviour, never time."""
 from __future__ import annotations
 
 import contextlib
+import json
 import select
 import socket
+import time
 from pathlib import Path
 
 import httpx
@@ -101,3 +103,135 @@ def test_a_chunked_turn_with_a_small_trailer_is_recorded(tmp_path: Path) -> None
         sock.sendall(_chunked_post(url) + b"X-Checksum: 1234\r\n\r\n")
         status, _, body = read_answer(sock)
         assert status == 200, body
+
+
+def _open_stream(url: str, token: str, key: str) -> tuple[socket.socket, int]:
+    """A live SSE stream on a raw socket, never read past its head: (socket, status)."""
+    sock = socket.create_connection(address(url))
+    sock.sendall(b"GET /v1/conversations/%s/stream HTTP/1.1\r\nHost: %s\r\n"
+                 b"Authorization: Bearer %s\r\n\r\n"
+                 % (key.encode(), url.removeprefix("http://").encode(), token.encode()))
+    sock.settimeout(10)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        assert chunk, head
+        head += chunk
+    return sock, int(head.split()[1])
+
+
+def _users(tmp_path: Path, count: int) -> tuple[Path, dict[str, str]]:
+    tokens = {f"user{n}": f"user{n}-token-0123456789" for n in range(count)}
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps(tokens))
+    return path, tokens
+
+
+def test_streams_leave_room_for_writes_and_health(tmp_path: Path) -> None:
+    """With --max-connections 20, 10 users holding their 2 streams each left the
+    admin, a normal write and /health with 503: streams counted among requests."""
+    path, tokens = _users(tmp_path, 10)
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--user-tokens", str(path),
+                     "--max-connections", "20", "--max-streams-per-token", "2",
+                     env={"CONVLOG_TOKEN": ADMIN_TOKEN}) as (url, _):
+        for user, token in tokens.items():
+            with convlog.Client(url, token=token) as client:
+                client.conversation(f"k-{user}").append(convlog.user("hi"))
+        held, statuses = [], []
+        try:
+            for user, token in tokens.items():
+                for _ in range(2):
+                    sock, status = _open_stream(url, token, f"k-{user}")
+                    held.append(sock)
+                    statuses.append(status)
+            # streams in all: half of --max-connections by default; the rest are 503
+            assert statuses == [200] * 10 + [503] * 10
+            with httpx.Client(base_url=url, timeout=10) as http:
+                assert http.get("/health").status_code == 200
+                admin = http.get("/v1/conversations",
+                                 headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+                assert admin.status_code == 200, admin.text
+                write = http.post("/v1/conversations/k-user0/turns", json={
+                    "messages": [{"role": "user", "content": "still here"}]},
+                    headers={"Authorization": f"Bearer {tokens['user0']}"})
+                assert write.status_code == 200, write.text
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_streams_in_all_have_a_cap_of_their_own(tmp_path: Path) -> None:
+    path, tokens = _users(tmp_path, 4)
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--user-tokens", str(path),
+                     "--max-streams", "3", env={"CONVLOG_TOKEN": ADMIN_TOKEN}) as (url, _):
+        for user, token in tokens.items():
+            with convlog.Client(url, token=token) as client:
+                client.conversation(f"k-{user}").append(convlog.user("hi"))
+        held = []
+        try:
+            for user in ("user0", "user1", "user2"):
+                sock, status = _open_stream(url, tokens[user], f"k-{user}")
+                held.append(sock)
+                assert status == 200
+            with socket.create_connection(address(url)) as sock:
+                sock.sendall(b"GET /v1/conversations/k-user3/stream HTTP/1.1\r\nHost: %s\r\n"
+                             b"Authorization: Bearer %s\r\n\r\n"
+                             % (url.removeprefix("http://").encode(), tokens["user3"].encode()))
+                status, headers, body = read_answer(sock, timeout=5)
+            assert status == 503, body
+            assert headers["retry-after"] == "1"
+            detail = json.loads(body)["detail"]
+            assert "3 streams are open" in detail and "--max-streams" in detail
+            with httpx.Client(base_url=url, timeout=10) as http:
+                auth = {"Authorization": f"Bearer {tokens['user3']}"}
+                write = http.post("/v1/conversations/k-user3/turns", json={
+                    "messages": [{"role": "user", "content": "still here"}]}, headers=auth)
+                assert write.status_code == 200, write.text
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def _established(sock: socket.socket) -> bool:
+    """Is the connection still up, as this end's kernel sees it (Linux's TCP_INFO:
+    its first byte is the state, 1 established)? Reading would say it too, but would
+    read what the server is trying to send."""
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == 1
+
+
+def test_readers_that_never_read_are_cut_off_and_their_buffers_freed(tmp_path: Path) -> None:
+    """40 clients asking for a 7 MB transcript and reading nothing held ~270 MB for as
+    long as they stayed, through the header timeout and its 408 (a closed connection
+    still holds what it has not sent)."""
+    with convlog.open(f"sqlite:///{tmp_path / 'c.db'}") as log:
+        conv = log.conversation("big", user="u")
+        for n in range(15):  # ~12 MB of transcript: more than the kernel buffers hold
+            conv.append_turn([convlog.user(f"{n}-{i} " + "words " * 1300) for i in range(100)])
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--write-timeout", "1"
+                     ) as (url, _):
+        full = len(httpx.get(url + "/v1/conversations/big/transcript", timeout=60).content)
+        assert full > 10_000_000  # one reader that reads: served whole
+        stalled = []
+        try:
+            for _ in range(5):
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.connect(address(url))
+                sock.sendall(b"GET /v1/conversations/big/transcript HTTP/1.1\r\nHost: %s\r\n\r\n"
+                             % url.removeprefix("http://").encode())
+                stalled.append(sock)
+            deadline = time.monotonic() + 120  # a generous bound: cut after 1 to 2 s
+            while any(map(_established, stalled)) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not any(map(_established, stalled)), "the stalled readers were never cut off"
+            for sock in stalled:  # what they get is cut short: the rest was dropped
+                sock.settimeout(10)
+                received = 0
+                with contextlib.suppress(ConnectionResetError):
+                    while chunk := sock.recv(1 << 20):
+                        received += len(chunk)
+                assert received < full
+            assert httpx.get(url + "/health", timeout=10).status_code == 200
+        finally:
+            for sock in stalled:
+                sock.close()

@@ -182,14 +182,31 @@ def test_past_the_in_flight_limit_requests_get_a_503_problem(tmp_path: Path) -> 
     with convlog.open(f"sqlite:///{tmp_path / 'c.db'}") as log, served(
             log, max_requests=2) as url, httpx.Client(base_url=url, timeout=10) as http:
         http.post("/v1/conversations", json={"key": "k"})
-        with http.stream("GET", "/v1/conversations/k/stream"), \
-                http.stream("GET", "/v1/conversations/k/stream"):
-            busy = http.get("/v1/conversations/k")
+        port = int(url.rsplit(":", 1)[1])
+        # A request whose body is still coming stays in flight. One more such request
+        # before each try: one that arrives while a try is in flight may be refused.
+        slow: list[socket.socket] = []
+        try:
+            for _ in range(100):
+                slow.append(socket.create_connection(("127.0.0.1", port)))
+                slow[-1].sendall(b"POST /v1/conversations/k/turns HTTP/1.1\r\nHost: "
+                                 b"127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                                 b"Content-Length: 100\r\n\r\n{" % port)
+                busy = http.get("/v1/conversations/k")
+                if busy.status_code == 503:
+                    break
+                time.sleep(0.05)
             assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
             assert busy.headers["content-type"] == "application/problem+json"
-        for _ in range(50):  # the streams' slots free up as the server sees them go
+            assert http.get("/health").status_code == 200  # /health is never counted
+            with http.stream("GET", "/v1/conversations/k/stream") as live:  # nor streams
+                assert live.status_code == 200
+        finally:
+            for s in slow:
+                s.close()
+        for _ in range(50):  # the slots free up as the server sees the clients go
             if http.get("/v1/conversations/k").status_code == 200:
                 break
             time.sleep(0.05)
         else:
-            raise AssertionError("the slots of closed streams were never freed")
+            raise AssertionError("the slots of closed requests were never freed")
