@@ -152,7 +152,8 @@ def test_streams_leave_room_for_writes_and_health(tmp_path: Path) -> None:
                                  headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
                 assert admin.status_code == 200, admin.text
                 write = http.post("/v1/conversations/k-user0/turns", json={
-                    "messages": [{"role": "user", "content": "still here"}]},
+                    "messages": [{"type": "message", "role": "user",
+                                  "content": "still here"}]},
                     headers={"Authorization": f"Bearer {tokens['user0']}"})
                 assert write.status_code == 200, write.text
         finally:
@@ -185,7 +186,8 @@ def test_streams_in_all_have_a_cap_of_their_own(tmp_path: Path) -> None:
             with httpx.Client(base_url=url, timeout=10) as http:
                 auth = {"Authorization": f"Bearer {tokens['user3']}"}
                 write = http.post("/v1/conversations/k-user3/turns", json={
-                    "messages": [{"role": "user", "content": "still here"}]}, headers=auth)
+                    "messages": [{"type": "message", "role": "user",
+                                  "content": "still here"}]}, headers=auth)
                 assert write.status_code == 200, write.text
         finally:
             for sock in held:
