@@ -81,6 +81,7 @@ from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.services.resumption import ConversationPart, ResumptionContext
+from convlog.services.summary import ConversationSummary
 from convlog.storage.errors import (
     ConcurrencyError,
     CorruptEvent,
@@ -203,6 +204,7 @@ __all__ = [
     "ConversationInfo",
     "ConversationLog",
     "ConversationPart",
+    "ConversationSummary",
     "ConversationView",
     "ConvlogError",
     "CorruptEvent",

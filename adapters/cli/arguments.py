@@ -112,6 +112,12 @@ def key(p: argparse.ArgumentParser) -> None:
     add_key(p)
 
 
+def summary(p: argparse.ArgumentParser) -> None:
+    add_key(p)
+    p.add_argument("--paused-after", metavar="SECONDS", type=float, default=1800.0,
+                   help="seconds without activity after which it is paused (default 1800)")
+
+
 def key_and_reason(p: argparse.ArgumentParser) -> None:
     add_key(p)
     p.add_argument("--reason")

@@ -207,6 +207,25 @@ def cmd_show(log: ConversationLog, args: argparse.Namespace) -> None:
         print(wrap_text(f"#{line.version:<4} {_when(line.at)}  {who:>5}: ", line.text + extra))
 
 
+def cmd_summary(log: ConversationLog, args: argparse.Namespace) -> None:
+    found = log.summary(args.key, paused_after=args.paused_after)
+    if args.json:
+        print_json(found)
+        return
+    print(f"{found.key}  {found.status}"
+          + (f", user {found.user}" if found.user else "")
+          + (f", project {found.workspace}" if found.workspace else ""))
+    print(f"  started {_second(found.created_at)}, last active "
+          f"{_second(found.last_active_at)}")
+    print(f"  {found.message_count} messages, {found.content_tokens} tokens of text, "
+          f"{found.input_tokens} in / {found.output_tokens} out, cost "
+          f"{usd_text(found.cost_usd, found.cost_incomplete)}")
+    if found.agents:
+        print(f"  agents: {', '.join(found.agents)}")
+    if found.latest_summary:
+        print(wrap_text("  summary: ", found.latest_summary))
+
+
 def cmd_replay(log: ConversationLog, args: argparse.Namespace) -> None:
     if isinstance(args.at, int):  # past the end would silently show everything
         last = log.timeline(args.key)
@@ -279,6 +298,10 @@ def state_change(name: str) -> Callable[[ConversationLog, argparse.Namespace], N
             done = {"archive": "archived", "reactivate": "reactivated", "clear": "cleared"}[name]
             print(f"{args.key}: {done}" if result.events else f"{args.key}: nothing to do")
     return run
+
+
+def _second(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "-"
 
 
 def _when(moment: datetime | None) -> str:

@@ -72,6 +72,9 @@ COMMANDS: tuple[Command, ...] = (
             arguments.views, commands.cmd_views),
     Command("show", "the messages of a conversation as the user saw them",
             arguments.key, commands.cmd_show),
+    Command("summary", "a conversation at a glance: status (active, paused, archived), "
+                       "dates, messages, tokens, cost, agents, latest summary",
+            arguments.summary, commands.cmd_summary),
     Command("replay", "every event of a conversation (the debugging view), or with "
                       "--view what the user saw / what the agent received",
             arguments.replay, commands.cmd_replay, check=arguments.check_at),

@@ -22,6 +22,7 @@ from convlog.http import wire
 from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
+from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 try:
     import httpx
@@ -129,6 +130,11 @@ class AsyncRemoteConversation:
 
     async def info(self) -> convlog.ConversationInfo:
         return await self.client.send(wire.info(self.path))
+
+    async def summary(self, *, paused_after: float = PAUSED_AFTER) -> ConversationSummary:
+        """The conversation at a glance (status, dates, counts, tokens, cost, agents,
+        latest summary), as `ConversationHandle.summary`."""
+        return await self.client.send(wire.summary(self.path, paused_after))
 
     async def messages(self, *, last: int | None = None) -> list[MessageAppended]:
         return await self.client.send(wire.messages(self.path, last))

@@ -24,6 +24,7 @@ from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
 from convlog.http.wire import RemoteError
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
+from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 try:
     import httpx
@@ -140,6 +141,11 @@ class RemoteConversation:
 
     def info(self) -> convlog.ConversationInfo:
         return self.client.send(wire.info(self.path))
+
+    def summary(self, *, paused_after: float = PAUSED_AFTER) -> ConversationSummary:
+        """The conversation at a glance (status, dates, counts, tokens, cost, agents,
+        latest summary), as `ConversationHandle.summary`."""
+        return self.client.send(wire.summary(self.path, paused_after))
 
     def messages(self, *, last: int | None = None) -> list[MessageAppended]:
         return self.client.send(wire.messages(self.path, last))

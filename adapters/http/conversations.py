@@ -52,6 +52,7 @@ from convlog.services.jsonlines import (
     to_command,
     to_message,
 )
+from convlog.services.summary import MAX_PAUSED_AFTER, PAUSED_AFTER, ConversationSummary
 
 T = TypeVar("T")
 
@@ -79,6 +80,17 @@ async def start(call: Call) -> convlog.ConversationInfo:
 
 async def info(call: Call) -> convlog.ConversationInfo:
     return await call.run(call.log.info, await call.readable())
+
+
+async def summary(call: Call) -> ConversationSummary:
+    key = await call.readable()
+    value = call.q_str("paused_after")
+    try:
+        paused_after = float(value) if value is not None else PAUSED_AFTER
+    except ValueError:
+        raise InvalidInput(f"expected a number of seconds, got {value!r}",
+                           field="paused_after") from None
+    return await call.run(call.log.summary, key, paused_after=paused_after)
 
 
 def _message(line: MessageLine, index: int, idem: str | None) -> convlog.Message:
@@ -291,6 +303,14 @@ ENDPOINTS = [
              "Start a new epoch: later context starts empty",
              operation_id="clearConversation", body=ReasonIn,
              answer=StateChange),
+    Endpoint("GET", KEY + "/summary", summary,
+             "The conversation at a glance, without building a context: status (active, "
+             "paused, archived), dates, message count, tokens, cost, agents, latest summary",
+             operation_id="getConversationSummary", answer=ConversationSummary,
+             query=(Param("paused_after", {"type": "number", "exclusiveMinimum": 0,
+                                           "maximum": MAX_PAUSED_AFTER,
+                                           "default": PAUSED_AFTER},
+                          "seconds without activity after which it is paused"),)),
     Endpoint("GET", KEY, info, "The conversation's state",
              operation_id="getConversation", answer=convlog.ConversationInfo),
 ]

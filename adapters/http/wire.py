@@ -41,6 +41,7 @@ from convlog.http.schema import (
 )
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
+from convlog.services.summary import ConversationSummary
 
 T = TypeVar("T")
 
@@ -220,6 +221,11 @@ def change(path: str, what: str, reason: str | None = None) -> Req[StateChange]:
 
 def info(path: str) -> Req[convlog.ConversationInfo]:
     return Req("GET", path, convlog.ConversationInfo)
+
+
+def summary(path: str, paused_after: float) -> Req[ConversationSummary]:
+    return Req("GET", path + "/summary", ConversationSummary,
+               params={"paused_after": paused_after})
 
 
 def messages(path: str, last: int | None) -> Req[list[MessageAppended]]:

@@ -33,6 +33,7 @@ from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume import ResumeOutcome, ResumeRun, Tier
 from convlog.services.resumption import ResumptionContext
+from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 from convlog.services.tiers import resume_async
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
@@ -147,6 +148,10 @@ class AsyncConversationLog:
 
     async def info(self, key: str) -> ConversationInfo:
         return await asyncio.to_thread(self.sync.info, key)
+
+    async def summary(self, key: str, *, paused_after: float = PAUSED_AFTER
+                      ) -> ConversationSummary:
+        return await asyncio.to_thread(self.sync.summary, key, paused_after=paused_after)
 
     async def exists(self, key: str) -> bool:
         return await asyncio.to_thread(self.sync.exists, key)
@@ -288,6 +293,9 @@ class AsyncConversationHandle:
 
     async def info(self) -> ConversationInfo:
         return await self.log.info(self.key)
+
+    async def summary(self, *, paused_after: float = PAUSED_AFTER) -> ConversationSummary:
+        return await self.log.summary(self.key, paused_after=paused_after)
 
     async def events(self, *, after: int = 0, upto: int | None = None, desc: bool = False,
                      limit: int | None = None) -> list[Recorded]:

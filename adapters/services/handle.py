@@ -21,6 +21,7 @@ from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import Context, Summarizer
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume import ResumeOutcome, Tier
+from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 if TYPE_CHECKING:
     from convlog.services.log import ConversationLog
@@ -65,6 +66,9 @@ class ConversationHandle:
 
     def info(self) -> ConversationInfo:
         return self.log.info(self.key)
+
+    def summary(self, *, paused_after: float = PAUSED_AFTER) -> ConversationSummary:
+        return self.log.summary(self.key, paused_after=paused_after)
 
     def events(self, *, after: int = 0, upto: int | None = None, desc: bool = False,
                limit: int | None = None) -> list[Recorded]:

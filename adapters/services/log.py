@@ -71,6 +71,7 @@ from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injec
 from convlog.services.resumption import ResumptionContext
 from convlog.services.resumption import build as build_resumption
 from convlog.services.shown_counts import shown_tokens
+from convlog.services.summary import PAUSED_AFTER, ConversationSummary, summarize
 from convlog.services.tiers import resume
 from convlog.services.writer import Writer
 from convlog.storage.application import MESSAGE_TOPICS, ConversationStore
@@ -361,6 +362,12 @@ class ConversationLog(CatalogQueries):
 
     def info(self, key: str) -> ConversationInfo:
         return conversation_info(self.state(key))
+
+    def summary(self, key: str, *, paused_after: float = PAUSED_AFTER) -> ConversationSummary:
+        """The conversation at a glance, without building a context: status (active,
+        paused after `paused_after` seconds without activity, archived), dates,
+        message count, tokens, cost, agents and the latest summary's text."""
+        return summarize(self._store, self.analytics, self.state(key), paused_after)
 
     def exists(self, key: str) -> bool:
         return self._store.load(conversation_id(key), check_key(key)).started

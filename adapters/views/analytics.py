@@ -158,11 +158,14 @@ class Analytics:
 
     def sessions(self, *, user: str | None = None, agent: str | None = None,
                  include_archived: bool = False, idle_before: datetime | None = None,
-                 limit: int | None = None, workspace: str | None = None
-                 ) -> list[CatalogRow]:
+                 limit: int | None = None, workspace: str | None = None,
+                 key: str | None = None) -> list[CatalogRow]:
         # a surface's own state (ADK's adk-state: scopes) is no conversation
         where: list[str] = [f"(s.channel IS NULL OR s.channel NOT IN ({_STATE_CHANNELS}))"]
         params: list[object] = []
+        if key is not None:  # one conversation's row (a summary)
+            where.append("s.key = ?")
+            params.append(key)
         if user is not None:
             where.append('s."user" = ?')
             params.append(user)

@@ -176,3 +176,36 @@ def one_decoder(s: Surface, o: Library) -> None:
     assert version(o, key) == before
     s.send_line(key, b'{"type": "message", "role": "user", "content": "fine"}')
     assert "fine" in [str(m.content) for m in o.log.messages(key)]
+
+
+@rule("summary-without-a-context", """One call gives a conversation's summary without
+building a context: its status (active: something recorded within `paused_after`;
+paused: resumable, idle longer; archived: not resumable until reactivated), dates,
+message count, tokens, cost, agents and the latest summary's text.""")
+def summary_without_a_context(s: Surface, o: Library) -> None:
+    from datetime import UTC, datetime
+
+    from convlog.domain.conversation import RecordFact
+    from convlog.domain.events import SummaryRecorded
+
+    key = s.key()
+    setup(s, o).start(key, user="u1", agent="helper", workspace="acme")
+    setup(s, o).append(key, {"role": "user", "content": "plan X?"},
+                       {"role": "assistant", "content": "yes, X", "agent": "helper",
+                        "usage": {"input_tokens": 10, "output_tokens": 5}})
+    now = o.log.info(key).version
+    o.log.execute(key, [RecordFact(event=SummaryRecorded(
+        at=datetime.now(UTC), from_version=1, to_version=now, message_count=2,
+        text="they agreed on X", tokens=4))])  # stamped when recorded
+    got = s.summary(key)
+    picked = {k: got[k] for k in ("status", "user", "workspace", "message_count",
+                                  "input_tokens", "output_tokens", "agents",
+                                  "latest_summary")}
+    assert picked == {"status": "active", "user": "u1", "workspace": "acme",
+                      "message_count": 2, "input_tokens": 10, "output_tokens": 5,
+                      "agents": ["helper"], "latest_summary": "they agreed on X"}, picked
+    assert got["content_tokens"] > 0 and got["created_at"] and got["last_active_at"], got
+    assert not [r for r in o.log.events(key, after=now + 1)], "a summary records nothing"
+    assert s.summary(key, paused_after=0.001)["status"] == "paused"
+    setup(s, o).archive(key)
+    assert s.summary(key)["status"] == "archived"

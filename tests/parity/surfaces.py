@@ -144,6 +144,10 @@ class Surface:
         """One JSON message line, as the host wrote it, through the surface's decoder."""
         raise self._no("JSON input")
 
+    def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
+        """The conversation's summary, as plain JSON values."""
+        raise self._no("summary")
+
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         raise self._no("memory injection")
 
@@ -200,6 +204,9 @@ class Library(Surface):
         self._do(self.log.set_memory_policy, key, max_injected_blocks_in_history=cap,
                  context_window_depth=depth)
 
+    def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
+        return plain(self._do(self.log.summary, key, paused_after=paused_after))
+
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         self._do(self.log.inject_memory, key, "a memory", list(memory_ids))
 
@@ -210,9 +217,19 @@ class Library(Surface):
         self.log.close()
 
 
+def plain(value: Any) -> dict[str, Any]:
+    """A returned Struct as the JSON values an HTTP or CLI host gets."""
+    import msgspec
+
+    found: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(value))
+    return found
+
+
 def message(line: dict[str, Any]) -> convlog.Message:
     role, content = line["role"], line["content"]
     extra = {k: v for k, v in line.items() if k not in ("role", "content", "type")}
+    if "usage" in extra:
+        extra["usage"] = convlog.Usage(**extra["usage"])
     return convlog.Message(role=role, content=content, **extra)
 
 
@@ -267,6 +284,9 @@ class AsyncLibrary(Library):
     def set_memory_policy(self, key: str, cap: int, depth: int) -> None:
         self._run(self.alog.set_memory_policy(key, max_injected_blocks_in_history=cap,
                                               context_window_depth=depth))
+
+    def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
+        return plain(self._run(self.alog.summary(key, paused_after=paused_after)))
 
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         self._run(self.alog.inject_memory(key, "a memory", list(memory_ids)))
@@ -331,6 +351,9 @@ class Client(Surface):
     def set_memory_policy(self, key: str, cap: int, depth: int) -> None:
         self._do(self._conv(key).set_memory_policy, max_injected_blocks_in_history=cap,
                  context_window_depth=depth)
+
+    def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
+        return plain(self._do(self._conv(key).summary, paused_after=paused_after))
 
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         self._do(self._conv(key).inject_memory, "a memory", list(memory_ids))
@@ -428,6 +451,11 @@ class RawHTTP(Surface):
         cooling: dict[str, int] = self.send("GET", self.path(key) + "/memory")["cooldown"]
         return cooling
 
+    def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
+        found: dict[str, Any] = self.send(
+            "GET", f"{self.path(key)}/summary?paused_after={paused_after}")
+        return found
+
     def close(self) -> None:
         self.http.close()
 
@@ -483,6 +511,11 @@ class CLI(Surface):
 
     def send_line(self, key: str, raw: bytes) -> None:
         self.run("record", key, "--json", stdin=raw)
+
+    def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.run(
+            "summary", key, "--paused-after", str(paused_after), "--json"))
+        return found
 
     def record(self, key: str, *lines: dict[str, Any]) -> str:
         return self.run("record", key, stdin=b"\n".join(json.dumps(x).encode() for x in lines))

@@ -53,6 +53,7 @@ NOT_HERE: dict[tuple[str, str], str] = {  # (surface, operation): why it has non
     ("python-async", "send_line"): "the library takes typed values (Message), not JSON",
     ("client", "send_line"): "the Client encodes typed values: it cannot send a key twice",
     ("acp", "send_line"): "ACP's JSON-RPC is decoded by the ACP SDK's schemas",
+    ("acp", "summary"): "ACP has no summary call (session/list gives titles and times)",
 }
 
 

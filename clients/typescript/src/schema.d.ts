@@ -329,6 +329,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations/{key}/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The conversation at a glance, without building a context: status (active, paused, archived), dates, message count, tokens, cost, agents, latest summary */
+        get: operations["getConversationSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations/{key}/timeline": {
         parameters: {
             query?: never;
@@ -706,6 +723,28 @@ export interface components {
                 [key: string]: unknown;
             };
             at: string;
+        };
+        /**
+         * ConversationSummary
+         * @description A conversation at a glance (`log.summary(key)`).
+         */
+        ConversationSummary: {
+            key: string;
+            user: string | null;
+            workspace: string | null;
+            title: string | null;
+            /** @enum {unknown} */
+            status: "active" | "archived" | "paused";
+            created_at: string | null;
+            last_active_at: string | null;
+            message_count: number;
+            content_tokens: number;
+            input_tokens: number;
+            output_tokens: number;
+            cost_usd: number | null;
+            cost_incomplete: boolean;
+            agents: string[];
+            latest_summary: string | null;
         };
         /** ConversationView */
         ConversationView: {
@@ -4577,6 +4616,149 @@ export interface operations {
                         event?: string;
                         data: string;
                     };
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getConversationSummary: {
+        parameters: {
+            query?: {
+                /** @description seconds without activity after which it is paused */
+                paused_after?: number;
+            };
+            header?: never;
+            path: {
+                /** @description the conversation key the host chose, URL-encoded */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationSummary"];
                 };
             };
             /** @description Malformed request (not JSON, empty body, bad header) */
