@@ -11,6 +11,8 @@ sent it; the only differences allowed are text chunks of one message joined into
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -38,25 +40,38 @@ def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 180))  # a bound for a hung run, not a speed test
 
 
-async def live_turns(db: str, workdir: Path) -> tuple[str, list[list[dict[str, Any]]]]:
-    """A session of PROMPTS; returns its id and what the host got during each turn.
-    Then host, proxy and agent are killed."""
-    client = RecordingClient()
+@contextlib.asynccontextmanager
+async def new_session(client: RecordingClient, db: str, workdir: Path
+                      ) -> AsyncIterator[tuple[Any, Any, str]]:
+    """(connection, proxy process, session id) of a new session through the proxy in
+    front of the test agent (memory mode)."""
     async with acp.spawn_agent_process(client, *proxy_command(db, agent_command("memory", workdir)),
                                        env=env(), use_unstable_protocol=True) as (conn, proc):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_info=CLIENT_INFO)
         session = await conn.new_session(cwd=str(workdir), mcp_servers=[])
+        yield conn, proc, str(session.session_id)
+
+
+async def killed(proc: Any, workdir: Path) -> None:
+    """Host side done: proxy and agent die at once, as when the machine goes down."""
+    proc.kill()
+    kill_agents(workdir)
+    await proc.wait()
+
+
+async def live_turns(db: str, workdir: Path) -> tuple[str, list[list[dict[str, Any]]]]:
+    """A session of PROMPTS; returns its id and what the host got during each turn.
+    Then host, proxy and agent are killed."""
+    client = RecordingClient()
+    async with new_session(client, db, workdir) as (conn, proc, session_id):
         turns = []
         for text in PROMPTS:
             start = len(client.updates)
-            answer = await conn.prompt(session_id=session.session_id,
-                                       prompt=[acp.text_block(text)])
+            answer = await conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
             assert answer.stop_reason == "end_turn"
             turns.append([u for _, u in client.updates[start:]])
-        proc.kill()
-        kill_agents(workdir)
-        await proc.wait()
-        return str(session.session_id), turns
+        await killed(proc, workdir)
+        return session_id, turns
 
 
 async def replay(db: str, workdir: Path, session_id: str) -> list[dict[str, Any]]:
@@ -114,20 +129,13 @@ def test_a_title_and_usage_sent_after_a_turn_are_replayed_as_they_came(
 
     async def live() -> tuple[str, list[dict[str, Any]]]:
         client = RecordingClient()
-        async with acp.spawn_agent_process(
-                client, *proxy_command(db, agent_command("memory", tmp_path)), env=env(),
-                use_unstable_protocol=True) as (conn, proc):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            await conn.prompt(session_id=session.session_id,
-                              prompt=[acp.text_block("tell me later")])
+        async with new_session(client, db, tmp_path) as (conn, proc, session_id):
+            await conn.prompt(session_id=session_id, prompt=[acp.text_block("tell me later")])
             while not any(u.get("used") == 777 for _, u in client.updates):
                 await asyncio.sleep(0.05)  # the agent's updates after the turn came
-            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("ok")])
-            proc.kill()
-            kill_agents(tmp_path)
-            await proc.wait()
-            return str(session.session_id), [u for _, u in client.updates]
+            await conn.prompt(session_id=session_id, prompt=[acp.text_block("ok")])
+            await killed(proc, tmp_path)
+            return session_id, [u for _, u in client.updates]
 
     session_id, seen = run(live())
     after = [u for u in seen if u.get("used") == 777 or "updatedAt" in u]
@@ -148,17 +156,12 @@ def test_two_prompts_sent_at_once_are_both_recorded_in_order(tmp_path: Path) -> 
     db = f"sqlite:///{tmp_path / 'acp.db'}"
 
     async def scenario() -> str:
-        client = RecordingClient()
-        async with acp.spawn_agent_process(
-                client, *proxy_command(db, agent_command("memory", tmp_path)), env=env(),
-                use_unstable_protocol=True) as (conn, _):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        async with new_session(RecordingClient(), db, tmp_path) as (conn, _, session_id):
             answers = await asyncio.gather(*(
-                conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)])
+                conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
                 for text in ("first at once", "second at once")))
             assert [a.stop_reason for a in answers] == ["end_turn", "end_turn"]
-            return str(session.session_id)
+            return session_id
 
     session_id = run(scenario())
     assert [p["texts"] for p in trace(tmp_path)] == [["first at once"], ["second at once"]]
