@@ -18,6 +18,9 @@ How the protocol maps onto the log, and why:
 - Usage: every method takes the SDK's optional `wrapper` (its run context), so the
   tokens a run used since the last write are recorded on the run's last model item,
   with the `model` given here; `log.costs()` then prices SDK runs like any other.
+- Agent: the `agent` given here, else the name of the agent the SDK is running when
+  it writes (its agent span, kept even with tracing disabled), so traces and views
+  name the agent (issue 41).
 
 The log is blocking (sqlite3, psycopg): each call runs in a worker thread.
 """
@@ -45,6 +48,7 @@ from agents.memory.session_settings import (  # noqa: E402  (after the extra's c
     coerce_session_settings,
     resolve_session_limit,
 )
+from agents.tracing import AgentSpanData, get_current_span  # noqa: E402
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -97,7 +101,8 @@ class ConvlogSession:
         if not items:
             return
         usage = self._usage_delta(wrapper.usage) if wrapper is not None else None
-        await write_in_thread(self._add_items, list(items), usage)
+        await write_in_thread(self._add_items, list(items), usage,
+                              self.agent or _running_agent())
 
     async def pop_item(self, wrapper: RunContextWrapper[Any] | None = None
                        ) -> TResponseInputItem | None:
@@ -145,13 +150,13 @@ class ConvlogSession:
             start[0].event)
 
     def _add_items(self, items: Sequence[TResponseInputItem],
-                   usage: convlog.Usage | None) -> None:
+                   usage: convlog.Usage | None, agent: str | None) -> None:
         # the run's tokens go on its last assistant item: one response, counted once
         carrier = max((i for i, item in enumerate(items)
                        if isinstance(item, dict) and item.get("role") != "user"
                        and item.get("type", "message") != "function_call_output"),
                       default=None)
-        messages = [to_message(item, model=self.model, agent=self.agent,
+        messages = [to_message(item, model=self.model, agent=agent,
                                usage=usage if i == carrier else None, field=f"items[{i}]")
                     for i, item in enumerate(items)]
         self.log.execute(self.key, [
@@ -176,3 +181,13 @@ class ConvlogSession:
             return None
         return convlog.Usage(input_tokens=max(0, d_in - d_cached), cache_read_tokens=d_cached,
                              output_tokens=d_out)
+
+
+def _running_agent() -> str | None:
+    """The name of the agent the SDK is running, when the host did not name one: a
+    `Runner` writes a run's items inside that agent's span, which the SDK keeps even
+    with tracing disabled (a no-op span still carries its data). None outside one
+    (a run's input items are written before its agent starts)."""
+    span = get_current_span()
+    data = getattr(span, "span_data", None) if span is not None else None
+    return data.name if isinstance(data, AgentSpanData) and data.name else None
