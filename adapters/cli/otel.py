@@ -19,6 +19,9 @@ from convlog.domain.errors import MissingExtra
 from convlog.services.log import ConversationLog
 from convlog.services.sidecar import sidecar_path
 
+GRACE = 60.0
+"""Seconds an open turn or a resume outcome is waited for (convlog.otel.exporter)."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--follow", action="store_true",
@@ -34,12 +37,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "beside a SQLite log, convlog.otel.sqlite)")
     p.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
                    help="with --follow: how often a SQLite log is checked (default 1)")
+    p.add_argument("--grace", type=_seconds, default=GRACE, metavar="SECONDS",
+                   help="with --otel: how long a turn still going on (or a resume's "
+                        "outcome without its injection) is waited for before it is sent "
+                        f"as it is (default {GRACE:g})")
 
 
 def given(args: argparse.Namespace) -> bool:
     """Whether an option of --otel was given."""
     return bool(args.follow or args.from_position is not None or args.with_content
-                or args.state or args.interval != 1.0)
+                or args.state or args.interval != 1.0 or args.grace != GRACE)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), "
+                                         f"got {text!r}")
+    return value
 
 
 def _position(text: str) -> int:
@@ -64,7 +82,7 @@ def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:
     tracking, sender = TrackingFile(state), Sender()
     try:
         exporter = Exporter(log, tracking, sender.send, endpoint(),
-                            with_content=args.with_content)
+                            with_content=args.with_content, grace=args.grace)
         if args.from_position is not None:
             exporter.start_from(args.from_position)
         if args.follow:
@@ -84,7 +102,7 @@ def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:
     if args.json:
         print_json(report)
         return
-    held = (" (a resume's outcome waits for its injection: the next run sends it)"
-            if report.held else "")
+    held = (" (a turn still going on, or a resume's outcome waiting for its injection, "
+            f"is held up to {args.grace:g} s: the next run sends it)" if report.held else "")
     print(f"sent {report.spans:,} span(s) for {report.events:,} event(s) to "
           f"{report.destination}; position {report.position:,}{held}")

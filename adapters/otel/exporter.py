@@ -1,10 +1,12 @@
 """`convlog export --otel`: the log, event by event, as spans to an OTLP receiver.
 
 A batch is read from the tracking position (convlog.services.feed, whole
-transactions), turned into spans (turns: convlog.otel.spans; resume outcomes:
-convlog.otel.resumes), sent, and only once the receiver acknowledged it is the
-position moved past it (convlog.otel.tracking). A batch the receiver refused is
-sent again by the next attempt; nothing is marked sent before it was.
+transactions), turned into spans (turns: convlog.otel.turns and .invocation; resume
+outcomes: convlog.otel.resumes), sent, and only once the receiver acknowledged it is
+the position moved past it (convlog.otel.tracking). A batch the receiver refused is
+sent again by the next attempt; nothing is marked sent before it was. A turn still
+going on (a resume's outcome whose injection may follow) holds the export there
+until it is over, or `grace` seconds have passed.
 
 Content goes out only with `with_content`, and never for a conversation whose user
 was forgotten (its content reads back as placeholders; it is left out entirely).
@@ -25,8 +27,10 @@ from eventsourcing.persistence import Tracking
 import convlog
 from convlog.domain.errors import ConvlogError
 from convlog.domain.events import MessageAppended, ResumeFailed, ResumeSucceeded
+from convlog.otel.invocation import turn_spans
 from convlog.otel.resumes import resume_span
-from convlog.otel.spans import SpanSpec, turn_spans, turns
+from convlog.otel.spans import SpanSpec
+from convlog.otel.turns import segments
 from convlog.services.feed import EventFeed, FeedEvent
 
 logger = logging.getLogger("convlog.otel")
@@ -55,7 +59,8 @@ class Report(msgspec.Struct, kw_only=True):
     spans: int = 0
     position: int = 0
     held: bool = False
-    """A resume outcome waits for the injection that may follow it (see resumes)."""
+    """A turn still going on, or a resume outcome that waits for the injection that
+    may follow it, holds the export (see turns, resumes)."""
 
 
 class Exporter:
@@ -143,8 +148,14 @@ class Exporter:
         start = self.feed.start(group[0].stream)
         out: list[SpanSpec] = []
         if any(isinstance(e.event, MessageAppended) for e in group):
-            for turn in turns(group):
-                out += turn_spans(turn, start, content=allowed[key])
+            cut = segments(self.log, group, now, self.grace)
+            if cut is None:  # a turn still going on: its span waits for its end
+                return None
+            positions = {e.version: e.position for e in group}
+            for segment in cut:  # each cut at a message of this group
+                out += turn_spans(segment, group[0].stream, key,
+                                  positions[segment.messages[-1].version], start,
+                                  content=allowed[key])
         for item in group:
             if isinstance(item.event, ResumeSucceeded | ResumeFailed):
                 span = resume_span(self.log, item, start, content=allowed[key], now=now,

@@ -66,8 +66,9 @@ def test_a_turn_is_an_invoke_agent_span_with_a_chat_span_per_response(
         a_turn(log)
         report = exporter(log, tmp_path).run()
     spans = by_name(receiver.spans)
-    assert len(receiver.spans) == 3
-    assert set(spans) == {"invoke_agent copilot", "chat claude-sonnet-4-5"}
+    assert len(receiver.spans) == 4
+    assert set(spans) == {"invoke_agent copilot", "chat claude-sonnet-4-5",
+                          "execute_tool search"}
     turn = spans["invoke_agent copilot"]
     chats = [s for s in receiver.spans if s.name.startswith("chat")]
     assert len(chats) == 2 and {c.parent_id for c in chats} == {turn.span_id}
@@ -93,7 +94,14 @@ def test_a_turn_is_an_invoke_agent_span_with_a_chat_span_per_response(
     assert second.attributes["gen_ai.usage.output_tokens"] == 9
     assert not any(k.startswith(("gen_ai.input", "gen_ai.output")) for s in receiver.spans
                    for k in s.attributes)  # no content unless asked
-    assert (report.events, report.spans) == (5, 3)
+    tool = spans["execute_tool search"]  # the call, from its message to its result's
+    assert (tool.parent_id, tool.trace_id) == (turn.span_id, turn.trace_id)
+    assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert (tool.attributes["gen_ai.tool.name"], tool.attributes["gen_ai.tool.call.id"]) == (
+        "search", "c1")
+    assert first.end_ns <= tool.start_ns <= tool.end_ns <= second.end_ns
+    assert tool.status_code != 2 and "gen_ai.tool.call.arguments" not in tool.attributes
+    assert (report.events, report.spans) == (5, 4)
 
 
 def test_content_only_with_content_and_never_for_a_forgotten_user(
@@ -141,7 +149,8 @@ def test_resume_attempts_carry_tier_outcome_injection_and_memory_lost(
         record(log, KEY, {"type": "resume_attempted", "strategy": "new"},
                {"type": "resume_succeeded", "strategy": "new", "fresh": True},
                {"type": "message", "role": "user", "content": "Do you remember?"})
-        report = exporter(log, tmp_path).run()
+        # the user's last message has no answer: the turn is sent as it is at once
+        report = exporter(log, tmp_path, grace=0.0).run()
     resumes = sorted((s for s in receiver.spans if s.name.startswith("resume")),
                      key=lambda s: s.attributes["convlog.version.first"])
     assert [s.name for s in resumes] == ["resume session/resume", "resume session/new",
@@ -168,14 +177,14 @@ def test_a_fresh_success_waits_for_its_injection(sqlite_url: str, tmp_path: Path
                {"type": "resume_succeeded", "strategy": "session/new"})
         export = exporter(log, tmp_path)
         first = export.run()
-        assert first.held and len(receiver.spans) == 3  # the turn went, the resume waits
+        assert first.held and len(receiver.spans) == 4  # the turn went, the resume waits
         context = log.context(KEY)
         assert log.record_injection(KEY, context, "sess-9")
         second = export.run()
     assert not second.held
     resume = next(s for s in receiver.spans if s.name.startswith("resume"))
     assert resume.attributes["convlog.injected_tokens"] == context.tokens
-    assert len(receiver.spans) == 4
+    assert len(receiver.spans) == 5
 
 
 def test_each_event_is_sent_once_across_runs_and_a_refused_batch_is_sent_again(
@@ -192,12 +201,12 @@ def test_each_event_is_sent_once_across_runs_and_a_refused_batch_is_sent_again(
         assert again.run().spans == 2
         assert again.run().spans == 0  # nothing new
         ids = [s.span_id for s in receiver.spans]
-        assert len(ids) == len(set(ids)) == 5
+        assert len(ids) == len(set(ids)) == 6
         before = {s.span_id: s.trace_id for s in receiver.spans}
         replay = exporter(log, tmp_path)
         replay.start_from(0)  # --from 0: everything again, with the same ids
         replay.run()
-    assert {s.span_id: s.trace_id for s in receiver.spans[5:]} == before
+    assert {s.span_id: s.trace_id for s in receiver.spans[6:]} == before
 
 
 def test_a_transient_refusal_is_retried_by_the_exporter(sqlite_url: str, tmp_path: Path,
@@ -206,7 +215,7 @@ def test_a_transient_refusal_is_retried_by_the_exporter(sqlite_url: str, tmp_pat
         a_turn(log)
         receiver.refuse = [503]
         report = exporter(log, tmp_path).run()
-    assert report.spans == 3 and receiver.requests == 2 and len(receiver.spans) == 3
+    assert report.spans == 4 and receiver.requests == 2 and len(receiver.spans) == 4
 
 
 def test_the_feed_reads_whole_transactions_on_postgresql(pg_url: str, tmp_path: Path,
@@ -231,3 +240,91 @@ class TestTrackingFile(TrackingRecorderTestCase):
 
     def create_recorder(self) -> TrackingFile:
         return TrackingFile(Path(":memory:"))
+
+
+def test_a_turn_written_in_many_transactions_is_one_span(sqlite_url: str, tmp_path: Path,
+                                                         receiver: Receiver) -> None:
+    """Issue 41: a host that writes a turn step by step (an SDK's runner does) still
+    gets ONE invoke_agent span for it; the export waits while the agent still owes
+    an answer (here, the tool's result), and sends the turn once it is over."""
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        conv = log.conversation(KEY, agent="copilot")
+        conv.append(convlog.user("What did we decide about auth?", id="u1"))
+        conv.append(convlog.assistant("", id="a1", model="gpt-4o", tool_calls=[
+            convlog.ToolCall(id="c1", name="search", arguments='{"q":"auth"}')]))
+        export = exporter(log, tmp_path)
+        assert export.run().held and receiver.spans == []  # the call has no result yet
+        conv.append(convlog.tool("JWT", tool_call_id="c1", id="t1"))
+        conv.append(convlog.assistant("JWT with rotating keys.", id="a2", model="gpt-4o"))
+        assert not export.run().held
+    (turn,) = [s for s in receiver.spans if s.name.startswith("invoke_agent")]
+    assert turn.attributes["convlog.messages"] == 4
+    assert (turn.attributes["convlog.version.first"], turn.attributes["convlog.version.last"]
+            ) == (2, 5)
+    assert sorted(s.name for s in receiver.spans) == [
+        "chat gpt-4o", "chat gpt-4o", "execute_tool search", "invoke_agent copilot"]
+    assert {s.parent_id for s in receiver.spans if s is not turn} == {turn.span_id}
+
+
+def test_a_turn_left_open_is_sent_after_the_grace_and_what_follows_in_its_trace(
+        sqlite_url: str, tmp_path: Path, receiver: Receiver) -> None:
+    """A turn whose agent never answered (its process died) waits `grace` seconds,
+    then goes as it is: its lost call an ERROR span. Messages of that turn written
+    later still go, in spans of their own in the turn's trace: nothing is left out.
+    (`grace=0`: any pause ends a turn left open, so each later write is its own.)"""
+    with convlog.open(sqlite_url, preload_tokenizer=False) as log:
+        conv = log.conversation(KEY, agent="copilot")
+        conv.append_turn([convlog.user("Run the slow tool", id="u1"), convlog.assistant(
+            "", id="a1", tool_calls=[convlog.ToolCall(id="c1", name="slow")])])
+        assert exporter(log, tmp_path, grace=3600.0).run().held
+        assert exporter(log, tmp_path, grace=0.0).run().spans == 3
+        conv.append(convlog.tool("done at last", tool_call_id="c1", id="t1"))
+        conv.append(convlog.assistant("It finished.", id="a2"))
+        exporter(log, tmp_path, grace=0.0).run()
+    turns = sorted((s for s in receiver.spans if s.name.startswith("invoke_agent")),
+                   key=lambda s: s.attributes["convlog.version.first"])
+    first, *later = turns
+    assert later and {s.trace_id for s in turns} == {first.trace_id}
+    assert all(s.parent_id == "" and s.attributes["convlog.turn.version"] ==
+               first.attributes["convlog.version.first"] for s in later)
+    assert sum(s.attributes["convlog.messages"] for s in turns) == 4  # every message once
+    (lost,) = [s for s in receiver.spans if s.name == "execute_tool slow"]
+    assert lost.status_code == 2 and lost.attributes["error.type"] == "no_result"
+    assert lost.parent_id == first.span_id
+
+
+def check_tree(log: convlog.ConversationLog, key: str, spans: list[Span]) -> int:
+    """One invoke_agent span per user input of `key` (convlog.otel.turns.is_input),
+    every chat and execute_tool span a child of one of them, one execute_tool span
+    per tool call; returns how many turns."""
+    from convlog.domain.content import ToolUsePart
+    from convlog.otel.turns import is_input
+
+    mine = [s for s in spans if s.attributes.get("gen_ai.conversation.id") == key]
+    roots = {s.span_id: s for s in mine if s.attributes["gen_ai.operation.name"] ==
+             "invoke_agent"}
+    messages = log.messages(key)
+    assert len(roots) == sum(1 for m in messages if is_input(m)), key
+    assert sum(s.attributes["convlog.messages"] for s in roots.values()) == len(messages)
+    children = [s for s in mine if s.span_id not in roots]
+    assert all(s.parent_id in roots and s.trace_id == roots[s.parent_id].trace_id
+               for s in children), key
+    calls = sum(len(m.tool_calls) + sum(isinstance(p, ToolUsePart) for p in m.content
+                                        if not isinstance(m.content, str))
+                for m in messages)
+    assert sum(s.name.startswith("execute_tool") for s in children) == calls, key
+    assert all(s.attributes.get("gen_ai.agent.name") for s in roots.values()), key
+    return len(roots)
+
+
+def test_imported_conversations_are_one_span_per_turn(tmp_path: Path,
+                                                      receiver: Receiver) -> None:
+    """Issue 41 for the importers: Claude Code, Codex and OpenAI transcripts."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
+    with convlog.open(f"sqlite:///{tmp_path / 'i.db'}", preload_tokenizer=False) as log:
+        for source in ("claude-code", "codex", "openai"):
+            log.import_(source, [fixtures / source])
+        exporter(log, tmp_path).run()
+        keys = [r.key for r in log.sessions()]
+        assert len(keys) >= 6
+        assert all(check_tree(log, key, receiver.spans) for key in keys)
