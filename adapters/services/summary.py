@@ -91,7 +91,7 @@ def summarize(store: ConversationStore, analytics: Analytics, state: Conversatio
         key=state.key, user=state.user, workspace=state.workspace, title=state.title,
         status=status_of(state, datetime.now(UTC), check_paused_after(paused_after)),
         created_at=state.created_at, last_active_at=state.last_active_at,
-        message_count=state.message_count,
+        message_count=state.message_count - state.records,  # records are no messages
         content_tokens=row.content_tokens if row else 0,
         input_tokens=row.input_tokens if row else 0,
         output_tokens=row.output_tokens if row else 0,

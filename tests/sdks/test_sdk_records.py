@@ -92,6 +92,7 @@ def test_claude_code_records_are_not_messages(claude: Claude, tmp_path: Path) ->
         (row,) = log.sessions()
         assert row.message_count == len(dialogue)
         assert log.info(key).message_count == len(dialogue)
+        assert log.summary(key).message_count == len(dialogue)
         assert [m.raw for m in log.messages(key)] == dialogue
         assert len(log.transcript(key)) == len(dialogue)
         assert all(line.text for line in log.transcript(key))
