@@ -75,3 +75,28 @@ async def run_claude(store: ConvlogSessionStore, fake: FakeAnthropic, workdir: P
                 run.messages.append(message)
     assert run is not None and session_id is not None
     return run
+
+
+def notes_session(url: str, workdir: Path) -> tuple[Any, list[Any]]:
+    """Two turns of Claude Code on a store at `url`, offline: its Read tool on a notes
+    file (KEY-FACT-42), then a plain question. (The session's main key, every entry
+    the SDK appended under it.)"""
+    import asyncio
+
+    from tests.sdks.anthropic_fake import serving
+
+    (workdir / "notes.txt").write_text("KEY-FACT-42\n")
+
+    async def go() -> tuple[Any, list[Any]]:
+        store = RecordingStore(url)
+        try:
+            with serving() as fake:
+                run = await run_claude(store, fake, workdir, [
+                    f'use Read {{"file_path": "{workdir / "notes.txt"}"}}', "and again?"])
+            key = next(k for k, _ in store.appended
+                       if k["session_id"] == run.session_id and "subpath" not in k)
+            return key, store.entries(key)
+        finally:
+            store.close()
+
+    return asyncio.run(go())

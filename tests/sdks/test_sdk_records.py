@@ -18,9 +18,8 @@ import asyncio
 import re
 import subprocess
 import sys
-from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -45,27 +44,11 @@ class Claude:
 @pytest.fixture(scope="module")
 def claude(tmp_path_factory: pytest.TempPathFactory) -> Claude:
     from convlog.integrations.claude_agent_sdk import conversation_key
-    from tests.sdks.anthropic_fake import serving
-    from tests.sdks.claude_run import RecordingStore, run_claude
+    from tests.sdks.claude_run import notes_session
 
     work = tmp_path_factory.mktemp("claude")
-    (work / "notes.txt").write_text("KEY-FACT-42\n")
     url = f"sqlite:///{work / 'convlog.db'}"
-
-    async def go() -> tuple[Any, list[Any]]:
-        store = RecordingStore(url)
-        try:
-            with serving() as fake:
-                run = await run_claude(store, fake, work, [
-                    f'use Read {{"file_path": "{work / "notes.txt"}"}}', "and again?"])
-            (key,) = {tuple(sorted(k.items())) for k, _ in store.appended
-                      if k["session_id"] == run.session_id and "subpath" not in k}
-            main = dict(key)
-            return main, store.entries(main)
-        finally:
-            store.close()
-
-    key, entries = asyncio.run(go())
+    key, entries = notes_session(url, work)
     return Claude(url, key, conversation_key(key), entries)
 
 
@@ -142,67 +125,12 @@ def test_claude_code_records_are_not_exported_as_chat_spans(claude: Claude,
 # ----------------------------------------------------------------------------- ADK
 
 
-def remember(fact: str, tool_context: Any) -> dict[str, Any]:
-    """Remembers a fact for this user, and counts facts for the app."""
-    tool_context.state["user:last_fact"] = fact
-    tool_context.state["app:facts"] = int(tool_context.state.get("app:facts") or 0) + 1
-    return {"stored": fact}
-
-
-def _llm() -> Any:
-    """An offline model (a real BaseLlm; ADK imported lazily): asked to "remember X",
-    it calls `remember(X)`; otherwise it says "noted"."""
-    from google.adk.models.base_llm import BaseLlm
-    from google.adk.models.llm_request import LlmRequest
-    from google.adk.models.llm_response import LlmResponse
-    from google.genai import types
-
-    class Llm(BaseLlm):
-        model: str = "gemini-2.0-flash"
-        seen: ClassVar[list[Any]] = []
-
-        async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False
-                                         ) -> AsyncGenerator[LlmResponse, None]:
-            last = llm_request.contents[-1]
-            text = next((p.text for p in last.parts or () if p.text), "")
-            if last.role == "user" and text.startswith("remember "):
-                part = types.Part(function_call=types.FunctionCall(
-                    name="remember", args={"fact": text.removeprefix("remember ")}))
-            else:
-                part = types.Part(text="noted")
-            yield LlmResponse(content=types.Content(role="model", parts=[part]),
-                              model_version=self.model)
-
-    return Llm()
-
-
 @pytest.fixture(scope="module")
 def adk(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any]:
-    from google.adk.agents import LlmAgent
-    from google.adk.runners import Runner
-    from google.adk.tools.function_tool import FunctionTool
-    from google.genai import types
-
-    from convlog.integrations.google_adk import ConvlogSessionService
+    from tests.sdks.adk_fake import remembering_session
 
     url = f"sqlite:///{tmp_path_factory.mktemp('adk') / 'adk.db'}"
-
-    async def go() -> Any:
-        service = ConvlogSessionService(url)
-        runner = Runner(agent=LlmAgent(name="helper", model=_llm(),
-                                       tools=[FunctionTool(remember)]),
-                        app_name="shop", session_service=service)
-        session = await service.create_session(app_name="shop", user_id="u1")
-        for text in ("remember the blue door", "thanks"):
-            async for _ in runner.run_async(user_id="u1", session_id=session.id,
-                                            new_message=types.Content(
-                                                role="user", parts=[types.Part(text=text)])):
-                pass
-        got = await service.get_session(app_name="shop", user_id="u1", session_id=session.id)
-        await service.close()
-        return got
-
-    return url, asyncio.run(go())
+    return url, asyncio.run(remembering_session(url, ["remember the blue door", "thanks"]))
 
 
 def test_adk_state_scopes_are_not_conversations(adk: tuple[str, Any], tmp_path: Path) -> None:

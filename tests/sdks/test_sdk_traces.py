@@ -15,26 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import convlog
-from tests.otlp_receiver import Receiver, Span, running
+from tests.integration.test_otel_export import receiver as receiver  # the fixture
+from tests.otlp_receiver import Receiver, Span
 
 pytest.importorskip("agents")
 pytest.importorskip("claude_agent_sdk")
 pytest.importorskip("google.adk")
-
-
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
-    with running() as r:
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.endpoint)
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "5")
-        yield r
 
 
 def export(url: str, tmp_path: Path) -> None:
@@ -142,24 +134,10 @@ def test_openai_runner_runs_are_one_span_each(tmp_path: Path, receiver: Receiver
 
 def test_claude_code_turns_are_one_span_each(tmp_path: Path, receiver: Receiver) -> None:
     from convlog.integrations.claude_agent_sdk import conversation_key
-    from tests.sdks.anthropic_fake import serving
-    from tests.sdks.claude_run import RecordingStore, run_claude
+    from tests.sdks.claude_run import notes_session
 
-    (tmp_path / "notes.txt").write_text("KEY-FACT-42\n")
     url = f"sqlite:///{tmp_path / 'claude.db'}"
-
-    async def go() -> str:
-        store = RecordingStore(url)
-        try:
-            with serving() as fake:
-                run = await run_claude(store, fake, tmp_path, [
-                    f'use Read {{"file_path": "{tmp_path / "notes.txt"}"}}', "and again?"])
-            key = next(k for k, _ in store.appended if k["session_id"] == run.session_id)
-            return conversation_key(key)
-        finally:
-            store.close()
-
-    key = asyncio.run(go())
+    key = conversation_key(notes_session(url, tmp_path)[0])
     export(url, tmp_path)
     first, second = tree(receiver.spans, key)
     check_tool_turn(first, "claude", "Read", "KEY-FACT-42")
@@ -171,31 +149,11 @@ def test_claude_code_turns_are_one_span_each(tmp_path: Path, receiver: Receiver)
 
 
 def test_adk_runner_turns_are_one_span_each(tmp_path: Path, receiver: Receiver) -> None:
-    from google.adk.agents import LlmAgent
-    from google.adk.runners import Runner
-    from google.adk.tools.function_tool import FunctionTool
-    from google.genai import types
-
-    from convlog.integrations.google_adk import ConvlogSessionService
-    from tests.sdks.test_sdk_records import _llm, remember
+    from tests.sdks.adk_fake import remembering_session
 
     url = f"sqlite:///{tmp_path / 'adk.db'}"
-
-    async def go() -> str:
-        service = ConvlogSessionService(url)
-        runner = Runner(agent=LlmAgent(name="helper", model=_llm(),
-                                       tools=[FunctionTool(remember)]),
-                        app_name="shop", session_service=service)
-        session = await service.create_session(app_name="shop", user_id="u1")
-        for text in ("remember the blue door", "thanks"):
-            async for _ in runner.run_async(user_id="u1", session_id=session.id,
-                                            new_message=types.Content(
-                                                role="user", parts=[types.Part(text=text)])):
-                pass
-        await service.close()
-        return f"adk:shop/u1/{session.id}"
-
-    key = asyncio.run(go())
+    session = asyncio.run(remembering_session(url, ["remember the blue door", "thanks"]))
+    key = f"adk:shop/u1/{session.id}"
     export(url, tmp_path)
     first, second = tree(receiver.spans, key)
     check_tool_turn(first, "helper", "remember", "the blue door")
