@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
+from uuid import UUID
 
 import msgspec
 from eventsourcing.persistence import Tracking
@@ -30,7 +31,7 @@ from convlog.domain.events import MessageAppended, ResumeFailed, ResumeSucceeded
 from convlog.otel.invocation import turn_spans
 from convlog.otel.resumes import resume_span
 from convlog.otel.spans import SpanSpec
-from convlog.otel.turns import segments
+from convlog.otel.turns import Near, segments
 from convlog.services.feed import EventFeed, FeedEvent
 
 logger = logging.getLogger("convlog.otel")
@@ -116,8 +117,11 @@ class Exporter:
         allowed: dict[str, bool] = {}
         now = datetime.now(UTC)
         self.report.held = False
+        read: dict[UUID, dict[int, object]] = {}  # the batch's events, for the turns
+        for e in events:
+            read.setdefault(e.stream, {})[e.version] = e.event
         for group in _transactions(events):
-            out = self._spans(group, allowed, now)
+            out = self._spans(group, allowed, now, read)
             if out is None:
                 self.report.held = True
                 break
@@ -140,15 +144,16 @@ class Exporter:
         logger.debug("sent %d span(s) for events %d..%d", len(specs), after + 1, last)
         return True
 
-    def _spans(self, group: list[FeedEvent], allowed: dict[str, bool], now: datetime
-               ) -> list[SpanSpec] | None:
+    def _spans(self, group: list[FeedEvent], allowed: dict[str, bool], now: datetime,
+               read: dict[UUID, dict[int, object]]) -> list[SpanSpec] | None:
         key = group[0].key
         if key not in allowed:  # content: asked for, and the user not forgotten
             allowed[key] = self.with_content and not self.log.state(key).forgotten
         start = self.feed.start(group[0].stream)
         out: list[SpanSpec] = []
         if any(isinstance(e.event, MessageAppended) for e in group):
-            cut = segments(self.log, group, now, self.grace)
+            near = Near(self.log, key, read.get(group[0].stream))
+            cut = segments(near, group, now, self.grace)
             if cut is None:  # a turn still going on: its span waits for its end
                 return None
             positions = {e.version: e.position for e in group}

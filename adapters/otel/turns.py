@@ -27,7 +27,7 @@ domain.records) are no messages and take no part.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -38,7 +38,9 @@ from convlog.domain.records import is_record
 from convlog.projections.pairing import message_tools
 from convlog.services.feed import FeedEvent
 
-PAGE = 64
+FIRST_PAGE, PAGE = 8, 256
+"""Reads around a transaction start small (a turn's messages are usually a few rows
+away) and grow: each read decodes every event it returns."""
 MAX_TURN = 5_000
 """How far back a turn is looked for: a conversation with no user input in this many
 messages is cut there (its spans start where the look-back stopped)."""
@@ -96,17 +98,46 @@ class _Open:
         return any(self.calls.values())
 
 
-def segments(log: convlog.ConversationLog, group: Sequence[FeedEvent], now: datetime,
-             grace: float) -> list[Segment] | None:
+class Near:
+    """The conversation's events the export already read (its batch), by version:
+    what the turn's reads find there costs no query (an SDK writes a turn in many
+    small transactions, most of them in one batch)."""
+
+    def __init__(self, log: convlog.ConversationLog, key: str,
+                 events: Mapping[int, object] | None = None) -> None:
+        self.log, self.key, self.events = log, key, events or {}
+
+    def before(self, upto: int, limit: int) -> list[Recorded]:
+        """The events at `upto` and before, newest first (up to `limit`)."""
+        out: list[Recorded] = []
+        while upto > 0 and len(out) < limit and upto in self.events:
+            out.append(Recorded(upto, self.events[upto]))  # type: ignore[arg-type]
+            upto -= 1
+        if len(out) < limit and upto > 0:
+            out += self.log.events(self.key, upto=upto, desc=True, limit=limit - len(out))
+        return out
+
+    def after(self, after: int, limit: int) -> list[Recorded]:
+        """The events after `after`, oldest first (up to `limit`)."""
+        out: list[Recorded] = []
+        while len(out) < limit and after + 1 in self.events:
+            after += 1
+            out.append(Recorded(after, self.events[after]))  # type: ignore[arg-type]
+        if len(out) < limit:
+            out += self.log.events(self.key, after=after, limit=limit - len(out))
+        return out
+
+
+def segments(near: Near, group: Sequence[FeedEvent], now: datetime, grace: float
+             ) -> list[Segment] | None:
     """The segments a transaction `group` cuts (see the module): [] when it cuts none
     (a later transaction will), None when the export must wait."""
     said = [Recorded(e.version, e.event) for e in group if dialogue(e.event)]
     if not said:
         return []
-    key = group[0].key
     first = said[0].event
     assert isinstance(first, MessageAppended)
-    before = [] if is_input(first) else _turn_before(log, key, said[0].version)
+    before = [] if is_input(first) else _turn_before(near, said[0].version)
     turn = before + said
     gap = timedelta(seconds=grace)
     out: list[Segment] = []
@@ -130,7 +161,7 @@ def segments(log: convlog.ConversationLog, group: Sequence[FeedEvent], now: date
         elif later is not None:
             cut = is_input(later) or later.at - event.at > gap
         else:
-            cut = _after(log, key, r, now, gap)
+            cut = _after(near, r, now, gap)
         if cut is None:
             return None
         if cut and i >= len(before):
@@ -140,13 +171,13 @@ def segments(log: convlog.ConversationLog, group: Sequence[FeedEvent], now: date
     return out
 
 
-def _turn_before(log: convlog.ConversationLog, key: str, version: int) -> list[Recorded]:
+def _turn_before(near: Near, version: int) -> list[Recorded]:
     """The messages of the turn that message `version` is part of, before it, oldest
     first: back to the turn's input, a clear, the conversation's start or MAX_TURN."""
     found: list[Recorded] = []
-    upto = version - 1
+    upto, limit = version - 1, FIRST_PAGE
     while upto > 0 and len(found) < MAX_TURN:
-        page = log.events(key, upto=upto, desc=True, limit=PAGE)
+        page = near.before(upto, limit)
         for r in page:
             if isinstance(r.event, ConversationCleared):
                 return found[::-1]
@@ -154,27 +185,26 @@ def _turn_before(log: convlog.ConversationLog, key: str, version: int) -> list[R
                 found.append(r)
                 if is_input(r.event):  # type: ignore[arg-type]
                     return found[::-1]
-        if len(page) < PAGE:
+        if len(page) < limit:
             break
-        upto = page[-1].version - 1
+        upto, limit = page[-1].version - 1, min(PAGE, 4 * limit)
     return found[::-1]
 
 
-def _after(log: convlog.ConversationLog, key: str, last: Recorded, now: datetime,
-           gap: timedelta) -> bool | None:
+def _after(near: Near, last: Recorded, now: datetime, gap: timedelta) -> bool | None:
     """Whether the turn is cut after `last`, its newest message in the log so far, by
     what follows it: a clear or an input (cut), a message more than `gap` later (cut),
     one sooner (no cut); nothing yet: cut once `gap` has passed, else None (wait)."""
-    after = last.version
+    after, limit = last.version, FIRST_PAGE
     event = last.event
     while True:
-        page = log.events(key, after=after, limit=PAGE)
+        page = near.after(after, limit)
         for r in page:
             if isinstance(r.event, ConversationCleared):
                 return True
             if dialogue(r.event):
                 return is_input(r.event) or r.event.at - event.at > gap  # type: ignore[arg-type]
-        if len(page) < PAGE:
+        if len(page) < limit:
             break
-        after = page[-1].version
+        after, limit = page[-1].version, min(PAGE, 4 * limit)
     return True if now - event.at > gap else None
