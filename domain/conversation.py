@@ -222,6 +222,25 @@ def check_resumable(state: Conversation) -> None:
         raise ArchivedConversation(state.key)
 
 
+PAUSED_AFTER = 1800.0
+"""Seconds without a recorded event after which an active conversation is paused."""
+Status = Literal["active", "paused", "archived"]
+
+
+def status_of(state: Conversation, now: datetime, paused_after: float = PAUSED_AFTER
+              ) -> Status:
+    """Seed 001's status of a conversation at `now`: ``archived`` (not resumable until
+    reactivated; a deleted one too), ``paused`` (resumable, but nothing was recorded
+    for `paused_after` seconds: its agent session has likely gone, the next turn
+    resumes it by tiers), else ``active`` (in use)."""
+    if state.status == "archived" or state.deleted:
+        return "archived"
+    last = state.last_active_at
+    if last is not None and (now - last).total_seconds() >= paused_after:
+        return "paused"
+    return "active"
+
+
 RESUME_FACTS = (ResumeAttempted, ResumeSucceeded, ResumeFailed, HistoryInjected)
 """The facts of a resume: recorded only where `check_resumable` allows."""
 

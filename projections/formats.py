@@ -18,6 +18,8 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
+import msgspec
+
 from convlog.domain.errors import InvalidInput
 from convlog.domain.memory import neutralise
 from convlog.projections.context import ContextMessage, Window
@@ -62,7 +64,33 @@ def xml_text(text: str) -> str:
 
 
 def time_text(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
+    """A time as every format shows it: UTC, to the second."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class SessionHeader(msgspec.Struct, frozen=True, kw_only=True):
+    """Who and what a conversation is, for the markdown context's header (seed 001):
+    its user, its project (workspace), its status (active, paused, archived) and
+    when it started and was last active."""
+
+    user: str | None
+    project: str | None
+    status: str
+    started: datetime | None
+    last_active: datetime | None
+
+
+def _header_lines(header: SessionHeader) -> list[str]:
+    def value(text: str | None) -> str:  # host text: one line, no markup of its own
+        return "-" if text is None else "`" + " ".join(text.split()).replace("`", "'") + "`"
+
+    def when(moment: datetime | None) -> str:
+        return "-" if moment is None else time_text(moment)
+
+    return [f"- User: {value(header.user)}", f"- Project: {value(header.project)}",
+            f"- Status: {header.status}",
+            f"- Started: {when(header.started)}; last active: {when(header.last_active)}",
+            ""]
 
 
 def _omitted_note(window: Window) -> str | None:
@@ -129,7 +157,7 @@ def markdown_items(window: Window) -> list[str]:
     return lines
 
 
-def render_markdown(key: str, window: Window) -> str:
+def render_markdown(key: str, window: Window, header: SessionHeader | None = None) -> str:
     span = ""
     dialogue = _dialogue(window)
     if dialogue:
@@ -137,7 +165,7 @@ def render_markdown(key: str, window: Window) -> str:
     safe_key = key.replace("`", "'")
     lines = [MARKDOWN_HEADER, "",
              f"Conversation `{safe_key}`: {len(dialogue)} message(s){span}. " + PREAMBLE,
-             "", *markdown_items(window)]
+             "", *(_header_lines(header) if header else []), *markdown_items(window)]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -164,10 +192,12 @@ def render_messages(key: str, window: Window) -> list[dict[str, Any]]:
     return out
 
 
-def render(fmt: Format, key: str, window: Window) -> str | list[dict[str, Any]]:
+def render(fmt: Format, key: str, window: Window, header: SessionHeader | None = None
+           ) -> str | list[dict[str, Any]]:
+    """`window` in `fmt`; `header`: the session's, shown by the markdown format."""
     if fmt == "xml":
         return render_xml(key, window)
     if fmt == "markdown":
-        return render_markdown(key, window)
+        return render_markdown(key, window, header)
     return render_messages(key, window)
 

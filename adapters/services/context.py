@@ -15,7 +15,13 @@ from typing import Any
 
 import msgspec
 
-from convlog.domain.conversation import Conversation, RecordFact, conversation_id
+from convlog.domain.conversation import (
+    PAUSED_AFTER,
+    Conversation,
+    RecordFact,
+    conversation_id,
+    status_of,
+)
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import (
     ConversationStarted,
@@ -39,7 +45,7 @@ __all__ = ["AsyncSummarizer", "Context", "ContextBuilder", "ContextMessage", "Su
 from convlog.accounting.counted import COUNTS
 from convlog.accounting.tokens import counter_label
 from convlog.projections.context import select_window as select
-from convlog.projections.formats import Format, check_format, render
+from convlog.projections.formats import Format, SessionHeader, check_format, render
 from convlog.projections.memory import DEFAULT_CAP
 from convlog.projections.pair_causes import imported
 
@@ -202,8 +208,11 @@ class ContextBuilder:
     def finish(self, state: Conversation, window: Window, budget: Budget, fmt: Format,
                summarized: int) -> Context:
         """Format, then make sure the whole formatted text fits the token budget."""
+        header = SessionHeader(user=state.user, project=state.workspace,
+                               status=status_of(state, datetime.now(UTC), PAUSED_AFTER),
+                               started=state.created_at, last_active=state.last_active_at)
         while True:
-            rendered = render(fmt, state.key, window)
+            rendered = render(fmt, state.key, window, header)
             text = rendered if isinstance(rendered, str) else msgspec.json.encode(
                 rendered).decode()
             tokens = self.count(text)

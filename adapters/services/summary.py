@@ -15,20 +15,21 @@ summary's text. The seed's statuses, with their meaning:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Literal
+from datetime import UTC, datetime
 
 import msgspec
 
-from convlog.domain.conversation import Conversation, conversation_id
+from convlog.domain.conversation import (
+    PAUSED_AFTER,
+    Conversation,
+    Status,
+    conversation_id,
+    status_of,
+)
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import SummaryRecorded
 from convlog.storage.application import ConversationStore
 from convlog.views.analytics import Analytics
-
-PAUSED_AFTER = 1800.0
-"""Seconds without a recorded event after which an active conversation is paused."""
-Status = Literal["active", "paused", "archived"]
 
 
 class ConversationSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,16 +57,8 @@ class ConversationSummary(msgspec.Struct, frozen=True, kw_only=True):
     """The text of its latest summary in the current epoch (None: none yet)."""
 
 
-def status_of(state: Conversation, now: datetime, paused_after: float) -> Status:
-    """The seed's status of `state` at `now` (see the module's docstring)."""
-    if state.status == "archived" or state.deleted:
-        return "archived"
-    last = state.last_active_at
-    if last is not None and now - last >= timedelta(seconds=paused_after):
-        return "paused"
-    return "active"
-
-
+__all__ = ["MAX_PAUSED_AFTER", "PAUSED_AFTER", "ConversationSummary", "Status",
+           "check_paused_after", "status_of", "summarize"]
 MAX_PAUSED_AFTER = 10 * 365 * 86400.0
 
 

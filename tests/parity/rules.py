@@ -209,3 +209,19 @@ def summary_without_a_context(s: Surface, o: Library) -> None:
     assert s.summary(key, paused_after=0.001)["status"] == "paused"
     setup(s, o).archive(key)
     assert s.summary(key)["status"] == "archived"
+
+
+@rule("markdown-context-has-the-session-header", """The markdown context a surface
+hands out opens with the session's header, user, project, status and times, and every
+time in it is given to the second.""")
+def markdown_context_has_the_session_header(s: Surface, o: Library) -> None:
+    import re
+
+    key = s.key()
+    setup(s, o).start(key, user="u1", workspace="acme/api")
+    setup(s, o).append(key, {"role": "user", "content": "what is the plan?"})
+    text = s.markdown_context(key)
+    assert "- User: `u1`" in text and "- Project: `acme/api`" in text, text
+    assert "- Status: active" in text, text
+    times = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d(?::\d\d)? UTC", text)
+    assert times and all(re.fullmatch(r".* \d\d:\d\d:\d\d UTC", t) for t in times), times

@@ -148,6 +148,10 @@ class Surface:
         """The conversation's summary, as plain JSON values."""
         raise self._no("summary")
 
+    def markdown_context(self, key: str) -> str:
+        """The history to inject, in the markdown format."""
+        raise self._no("context")
+
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         raise self._no("memory injection")
 
@@ -206,6 +210,9 @@ class Library(Surface):
 
     def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
         return plain(self._do(self.log.summary, key, paused_after=paused_after))
+
+    def markdown_context(self, key: str) -> str:
+        return str(self._do(self.log.context, key, format="markdown").text)
 
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         self._do(self.log.inject_memory, key, "a memory", list(memory_ids))
@@ -288,6 +295,9 @@ class AsyncLibrary(Library):
     def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
         return plain(self._run(self.alog.summary(key, paused_after=paused_after)))
 
+    def markdown_context(self, key: str) -> str:
+        return str(self._run(self.alog.context(key, format="markdown")).text)
+
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         self._run(self.alog.inject_memory(key, "a memory", list(memory_ids)))
 
@@ -354,6 +364,9 @@ class Client(Surface):
 
     def summary(self, key: str, paused_after: float = 1800.0) -> dict[str, Any]:
         return plain(self._do(self._conv(key).summary, paused_after=paused_after))
+
+    def markdown_context(self, key: str) -> str:
+        return str(self._do(self._conv(key).context, format="markdown").text)
 
     def inject_memory(self, key: str, *memory_ids: str) -> None:
         self._do(self._conv(key).inject_memory, "a memory", list(memory_ids))
@@ -456,6 +469,9 @@ class RawHTTP(Surface):
             "GET", f"{self.path(key)}/summary?paused_after={paused_after}")
         return found
 
+    def markdown_context(self, key: str) -> str:
+        return str(self.send("GET", self.path(key) + "/context?format=markdown")["text"])
+
     def close(self) -> None:
         self.http.close()
 
@@ -516,6 +532,9 @@ class CLI(Surface):
         found: dict[str, Any] = json.loads(self.run(
             "summary", key, "--paused-after", str(paused_after), "--json"))
         return found
+
+    def markdown_context(self, key: str) -> str:
+        return self.run("context", key, "--format", "markdown")
 
     def record(self, key: str, *lines: dict[str, Any]) -> str:
         return self.run("record", key, stdin=b"\n".join(json.dumps(x).encode() for x in lines))

@@ -54,6 +54,7 @@ NOT_HERE: dict[tuple[str, str], str] = {  # (surface, operation): why it has non
     ("client", "send_line"): "the Client encodes typed values: it cannot send a key twice",
     ("acp", "send_line"): "ACP's JSON-RPC is decoded by the ACP SDK's schemas",
     ("acp", "summary"): "ACP has no summary call (session/list gives titles and times)",
+    ("acp", "markdown_context"): "the proxy injects the xml format within its resume",
 }
 
 
