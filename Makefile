@@ -12,7 +12,7 @@ PYTEST := $(BIN)/python -m pytest
 WORKERS ?= 2
 XDIST := -n $(WORKERS) --dist loadgroup
 
-.PHONY: bench-tools bench-report screenshots docs install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel-check clean
+.PHONY: bench-tools bench-report screenshots docs install demo demo-acp test test-unit test-integration test-e2e lint bench bench-quick bench-peers bench-peers-quick wheel wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -141,13 +141,26 @@ bench-peers-quick: $(BENCH_STAMP)
 screenshots: $(STAMP) bench-tools  ## the README's pictures of the HTML pages
 	$(BIN)/python -m docs.make_screenshots
 
-wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a smoke test
-	rm -rf build dist .wheel-venv
-	$(BIN)/python -m build --wheel --outdir dist . >/dev/null
+# The wheel the README's Install takes: dist/convlog-VERSION-py3-none-any.whl. Only the
+# build front end is needed (a venv of its own, .build-venv), not the development set.
+DIST ?= dist
+BUILD_VENV := .build-venv
+$(BUILD_VENV)/.stamp:
+	@test -x $(BUILD_VENV)/bin/python || $(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/python -m pip install --quiet --upgrade 'build>=1.2'
+	@touch $@
+
+wheel: $(BUILD_VENV)/.stamp  ## build the wheel into dist/ (pip install 'dist/convlog-*.whl[extras]')
+	rm -rf build $(DIST)/convlog-*.whl
+	$(BUILD_VENV)/bin/python -m build --wheel --outdir $(DIST) . >/dev/null
+	@ls $(DIST)/convlog-*.whl
+
+wheel-check: wheel  ## build the wheel, install it in a fresh venv, run a smoke test
+	rm -rf .wheel-venv
 	$(PYTHON) -m venv .wheel-venv
-	.wheel-venv/bin/python -m pip install --quiet dist/*.whl
+	.wheel-venv/bin/python -m pip install --quiet $(DIST)/convlog-*.whl
 	cd /tmp && $(CURDIR)/.wheel-venv/bin/python $(CURDIR)/tests/smoke_wheel.py
 	rm -rf .wheel-venv build
 
 clean:
-	rm -rf $(VENV) $(VENV_BENCH) .wheel-venv build dist .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(VENV_BENCH) $(BUILD_VENV) .wheel-venv build dist .mypy_cache .ruff_cache .pytest_cache
