@@ -17,7 +17,9 @@ process on a fresh SQLite file (WAL, synchronous=NORMAL, as the library):
 - context: GET the 10,000-token context (XML, up to 1,000 messages) of a conversation
   holding ~40,000 tokens of history.
 In-process: the same turns with `log.append_turn` and the same `log.context` call, one
-thread, in this process. Results go to ``bench/results/http-<UTC date>[-quick].json``.
+thread, in this process. Then what other users see while one user is hostile (one
+huge writer; many streams): `bench.http_others`. Results go to
+``bench/results/http-<UTC date>[-quick].json``.
 """
 
 from __future__ import annotations
@@ -31,15 +33,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
 import convlog
-from bench import meta
+from bench import http_others, meta
 
 CONCURRENCY = (1, 8, 32)
 CONTEXT_QUERY = "tokens=10000&messages=1000"
@@ -81,36 +84,54 @@ end
 """
 
 
-def wrk(url: str, connections: int, seconds: float, script: str) -> dict[str, Any]:
+class WrkRun(NamedTuple):
+    proc: subprocess.Popen[str]
+    script: str
+    connections: int
+
+
+def wrk_start(url: str, connections: int, seconds: float, script: str) -> WrkRun:
+    """wrk, running: `wrk_finish` waits for its figures."""
     threads = min(2, connections)
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(script + REPORT_LUA)
+    return WrkRun(subprocess.Popen(
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "10s",
+         "-s", f.name, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        f.name, connections)
+
+
+def wrk_finish(run: WrkRun) -> dict[str, Any]:
+    proc, connections = run.proc, run.connections
     try:
-        done = subprocess.run(
-            ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "10s",
-             "-s", f.name,
-             url], capture_output=True, text=True, timeout=seconds + 60)
+        stdout, stderr = proc.communicate(timeout=600)
     finally:
-        os.unlink(f.name)
-    found = re.search(r"^WRK (\{.*\})$", done.stdout, re.M)
-    if done.returncode != 0 or not found:
-        raise SystemExit(f"wrk failed: {done.stdout}\n{done.stderr}")
+        os.unlink(run.script)
+    found = re.search(r"^WRK (\{.*\})$", stdout, re.M)
+    if proc.returncode != 0 or not found:
+        raise SystemExit(f"wrk failed: {stdout}\n{stderr}")
     result: dict[str, Any] = json.loads(found.group(1))
     if result["bad"]:
         raise SystemExit(f"wrk saw {result['bad']} failed requests at c={connections}")
     return result
 
 
-def start_server(db: str, cwd: Path) -> tuple[subprocess.Popen[str], str]:
+def wrk(url: str, connections: int, seconds: float, script: str) -> dict[str, Any]:
+    return wrk_finish(wrk_start(url, connections, seconds, script))
+
+
+def start_server(db: str, cwd: Path, options: list[str] | None = None
+                 ) -> tuple[subprocess.Popen[str], str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CONVLOG_URL", "CONVLOG_TOKEN")}
     proc = subprocess.Popen([sys.executable, "-m", "convlog.cli.main", "serve", "--db", db,
-                             "--port", "0"], cwd=cwd, env=env, stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True)
+                             "--port", "0", *(options or [])], cwd=cwd, env=env,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     assert proc.stderr is not None
     found = re.search(r"listening on (http://\S+)", proc.stderr.readline())
     if not found:
         proc.kill()
         raise SystemExit("convlog serve did not start")
+    threading.Thread(target=proc.stderr.read, daemon=True).start()  # never let it block
     return proc, found.group(1)
 
 
@@ -189,6 +210,9 @@ def main() -> int:
         finally:
             proc.terminate()
             proc.wait(30)
+    http_others.check_fds(http_others.QUICK_STREAMS if args.quick else http_others.STREAMS)
+    others = http_others.run(start_server, wrk_start, wrk_finish, APPEND_LUA, seconds,
+                             args.quick)
     print(f"HTTP ({'quick' if args.quick else 'full'}, {seconds:g} s per point, wrk): one "
           f"`convlog serve` process on SQLite; turns of 2 messages; the context is "
           f"{tokens:,} tokens")
@@ -207,9 +231,10 @@ def main() -> int:
     print(f"32 clients vs in-process: appends {best / base['messages_per_s']:.2f}x, "
           f"context {results['context']['32']['per_s'] / base['context_per_s']:.2f}x; "
           f"target >= 5,000 messages/s with 32 clients: {'met' if best >= 5000 else 'MISSED'}")
+    http_others.report(others)
     path = stamp.save({"date": f"{datetime.now(UTC):%Y-%m-%d}", "quick": args.quick,
                        "seconds": seconds, "context_tokens": tokens, "in_process": base,
-                       "http": results})
+                       "http": results, "others": others})
     print(f"saved {path}")
     return 0
 

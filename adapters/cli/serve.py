@@ -31,7 +31,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help='JSON {"user": "token"}: tokens that see only their user\'s '
                         "conversations (the admin token is $CONVLOG_TOKEN)")
     p.add_argument("--max-body", type=positive_int, default=8 * 1024 * 1024, metavar="BYTES",
-                   help="largest request body (default 8 MiB)")
+                   help="largest request body (default 8 MiB); one more byte is a 413")
+    p.add_argument("--max-batch", type=positive_int, default=10_000, metavar="N",
+                   help="most messages in one turn, or events in one record batch "
+                        "(default 10,000); one more is a 413. A batch is one "
+                        "transaction, which the server's other writes wait for")
     p.add_argument("--max-connections", type=positive_int, default=1000, metavar="N",
                    help="requests in flight before answering 503 (default 1000; streams "
                         "and /health have budgets of their own)")
@@ -64,7 +68,7 @@ def check(args: argparse.Namespace) -> None:
         raise ConvlogError(f"{EXTRA_HINT} ({exc})") from None
     args.options = server.Options(
         host=args.host, port=args.port, user_tokens=args.user_tokens,
-        max_body=args.max_body, body_timeout=args.body_timeout,
+        max_body=args.max_body, body_timeout=args.body_timeout, max_batch=args.max_batch,
         max_connections=args.max_connections, header_timeout=args.header_timeout,
         write_timeout=args.write_timeout,
         max_streams_per_token=args.max_streams_per_token, max_streams=args.max_streams,

@@ -25,7 +25,7 @@ import convlog
 from convlog.domain.errors import InvalidInput
 from convlog.http import analytics, conversations, memory, resume, stream
 from convlog.http.auth import Auth
-from convlog.http.endpoint import Call, Endpoint, Server, json_response
+from convlog.http.endpoint import MAX_BATCH, Call, Endpoint, Server, json_response
 from convlog.http.guard import Guard
 from convlog.http.idempotency import HEADER, REUSED, fingerprint, scope_digest
 from convlog.http.idempotency import check_key as check_idempotency_key
@@ -105,6 +105,7 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                max_body: int = MAX_BODY, body_timeout: float = BODY_TIMEOUT,
                max_requests: int = MAX_REQUESTS, poll_interval: float = 0.25,
                max_streams_per_token: int = 100, max_streams: int = 500,
+               max_batch: int = MAX_BATCH,
                allow_origins: Sequence[str] = (),
                host_names: Sequence[str] = (),
                endpoints: Sequence[Endpoint] = ENDPOINTS
@@ -112,7 +113,8 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
     """The ASGI app serving `log` (which the caller opens and closes)."""
     server = Server(log=log, auth=auth or Auth(), poll_interval=poll_interval,
                     inline_writes=log.config.backend == "sqlite",
-                    max_streams_per_token=max_streams_per_token, max_streams=max_streams)
+                    max_streams_per_token=max_streams_per_token, max_streams=max_streams,
+                    max_batch=max_batch)
     version = convlog.__version__
     document = encoded(endpoints, version)
 

@@ -28,6 +28,7 @@ from convlog.domain.conversation import (
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import MessageAppended
 from convlog.http import idempotency
+from convlog.http.auth import Principal
 from convlog.http.endpoint import Call, Endpoint, Param
 from convlog.http.problems import ProblemError
 from convlog.http.schema import (
@@ -123,34 +124,44 @@ def _item(decode: Callable[..., T], raw: msgspec.Raw, where: str) -> T:
         raise exc.nested(where) from None
 
 
+def _messages(raws: list[msgspec.Raw], idem: str | None) -> list[convlog.Message]:
+    lines = [_item(decode_message, raw, f"messages[{i}]") for i, raw in enumerate(raws)]
+    return [_message(m, i, idem) for i, m in enumerate(lines)]
+
+
 async def append_turn(call: Call) -> convlog.AppendResult:
     body = await call.body(_TurnWire)
     if not body.messages:
         raise InvalidInput("a turn needs at least one message", field="messages")
+    call.check_batch(len(body.messages), "messages")
     idem = idempotency.check_key(call.request.headers.get(idempotency.HEADER))
-    lines = [_item(decode_message, raw, f"messages[{i}]")
-             for i, raw in enumerate(body.messages)]
-    messages = [_message(m, i, idem) for i, m in enumerate(lines)]
+    messages = await call.compute(_messages, body.messages, idem)
     key, first = await call.writable()
     return await call.write(key, [*first, AppendMessages(messages=messages)])
+
+
+def _commands(raws: list[msgspec.Raw], principal: Principal) -> list[Command]:
+    commands: list[Command] = []
+    for i, raw in enumerate(raws):
+        line = _item(decode_line, raw, f"events[{i}]")
+        if isinstance(line, SessionStartedLine) and not principal.admin:
+            if line.user not in (None, principal.user):
+                raise ProblemError(403, "forbidden", "a user token records conversations of "
+                                   "its own user only", field=f"events[{i}].user")
+            line = msgspec.structs.replace(line, user=principal.user)
+        try:
+            commands.append(to_command(line))
+        except InvalidInput as exc:
+            raise exc.nested(f"events[{i}]") from None
+    return commands
 
 
 async def record(call: Call) -> convlog.AppendResult:
     body = await call.body(_EventsWire)
     if not body.events:
         raise InvalidInput("give at least one event", field="events")
-    commands: list[Command] = []
-    for i, raw in enumerate(body.events):
-        line = _item(decode_line, raw, f"events[{i}]")
-        if isinstance(line, SessionStartedLine) and not call.principal.admin:
-            if line.user not in (None, call.principal.user):
-                raise ProblemError(403, "forbidden", "a user token records conversations of "
-                                   "its own user only", field=f"events[{i}].user")
-            line = msgspec.structs.replace(line, user=call.principal.user)
-        try:
-            commands.append(to_command(line))
-        except InvalidInput as exc:
-            raise exc.nested(f"events[{i}]") from None
+    call.check_batch(len(body.events), "events")
+    commands = await call.compute(_commands, body.events, call.principal)
     key, first = await call.writable()
     origins = [f"events[{i}]" for i in range(len(first) + len(commands))]
     return await call.write(key, [*first, *commands], origins)

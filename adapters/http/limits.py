@@ -54,7 +54,8 @@ class Limits:
             return
         if self.in_flight >= self.max_requests:
             await self._refuse(scope, send, ProblemError(
-                503, "overloaded", f"more than {self.max_requests} requests in flight",
+                503, "overloaded", f"more than {self.max_requests} requests in flight "
+                "(--max-connections)",
                 headers={"Retry-After": "1"}))
             return
         self.in_flight += 1
@@ -85,7 +86,7 @@ class Limits:
                     message = await receive()
             except TimeoutError:
                 raise ProblemError(408, "request-timeout", "the body did not arrive within "
-                                   f"{self.body_timeout:g}s",
+                                   f"{self.body_timeout:g}s (--body-timeout)",
                                    headers={"Connection": "close"}) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
@@ -99,7 +100,8 @@ class Limits:
         await self.app(scope, limited, send)
 
     def _too_large(self) -> ProblemError:
-        return ProblemError(413, "too-large", f"the body is larger than {self.max_body} bytes",
+        return ProblemError(413, "too-large", f"the body is larger than {self.max_body} bytes "
+                            "(--max-body)",
                             headers={"Connection": "close"})
 
     async def _refuse(self, scope: Scope, send: Send, exc: ProblemError) -> None:

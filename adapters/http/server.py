@@ -21,6 +21,7 @@ import convlog
 from convlog.domain.errors import InvalidInput
 from convlog.http.app import create_app
 from convlog.http.auth import Auth, is_loopback, load_user_tokens
+from convlog.http.endpoint import MAX_BATCH
 from convlog.http.limits import BODY_TIMEOUT, MAX_BODY
 from convlog.http.transport import (
     HEADER_TIMEOUT,
@@ -45,6 +46,7 @@ class Options:
     write_timeout: float = WRITE_TIMEOUT
     max_streams_per_token: int | None = None  # None: a tenth of max_connections
     max_streams: int | None = None  # None: half of max_connections
+    max_batch: int = MAX_BATCH
     allow_origins: tuple[str, ...] = ()
 
     @property
@@ -89,7 +91,7 @@ def serve(log: convlog.ConversationLog, options: Options,
     app = create_app(log, auth=auth, max_body=options.max_body,
                      body_timeout=options.body_timeout, max_requests=options.max_connections,
                      max_streams_per_token=options.streams_per_token,
-                     max_streams=options.streams_in_all,
+                     max_streams=options.streams_in_all, max_batch=options.max_batch,
                      allow_origins=options.allow_origins, host_names=(options.host,))
     sock = sock if sock is not None else bind(options.host, options.port)
     port = sock.getsockname()[1]

@@ -118,7 +118,7 @@ class ConvlogProtocol(HttpToolsProtocol):
         self._wait_for_headers()
         if len(self.connections) > self.state.limits.max_open and not self._shed_one():
             self.refuse(503, "overloaded", f"{len(self.connections) - 1} connections are open "
-                        "and none of them is idle")
+                        "and none of them is idle (twice --max-connections)")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
@@ -144,7 +144,8 @@ class ConvlogProtocol(HttpToolsProtocol):
         self.header_timer = None
         if self.in_headers and not self.refused and not self.transport.is_closing():
             self.refuse(408, "request-timeout", "the request line and headers did not "
-                        f"arrive within {self.state.limits.header_timeout:g}s")
+                        f"arrive within {self.state.limits.header_timeout:g}s "
+                        "(--header-timeout)")
 
     # ---------------------------------------------------------------- writes
 

@@ -36,6 +36,7 @@ from convlog.services import requests
 from convlog.services.redacting import Redactor, redact_command
 from convlog.services.results import AppendResult
 from convlog.storage.application import ConversationStore
+from convlog.storage.errors import WriteLockBusy
 
 __all__ = ["Decide", "Writer"]
 
@@ -95,6 +96,23 @@ class Writer:
         new = set(appended)
         return AppendResult(version=state.version, appended=appended,
                             skipped=[i for i in ids if i not in new], events=len(saved))
+
+    def execute_at_once(self, key: str, commands: Sequence[Command],
+                        origins: Sequence[str] | None = None) -> AppendResult | None:
+        """`execute`, if it needs no waiting: not for this process's other writes (the
+        lock is free), nor for another process's write lock, nor to back off from a
+        race on the conversation. None when it would have waited: nothing was
+        written, and `execute` (from a thread that may wait) does it. `convlog serve`
+        writes small batches this way on its event loop."""
+        if not self.lock.acquire(blocking=False):
+            return None
+        try:
+            with self.store.not_waiting():
+                return self.execute(key, commands, origins)
+        except WriteLockBusy:
+            return None
+        finally:
+            self.lock.release()
 
     def decide(self, key: str, decide: Decide, origins: Sequence[str] | None = None
                ) -> tuple[Conversation, list[Recorded]]:

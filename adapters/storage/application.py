@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -37,7 +37,12 @@ from convlog.crypto import cipher
 from convlog.crypto.keyring import Keyring
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
-from convlog.storage.errors import ConcurrencyError, StorageError, StorageUnavailable
+from convlog.storage.errors import (
+    ConcurrencyError,
+    StorageError,
+    StorageUnavailable,
+    WriteLockBusy,
+)
 from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics, topic_of
 from convlog.storage.requests import Answer
 from convlog.storage.sealed import Sealer
@@ -124,6 +129,9 @@ def storage_errors(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_NOT_WAITING = threading.local()  # `.on`: inside ConversationStore.not_waiting
+
+
 class ConversationStore(Application[UUID]):
     """Conversations on eventsourcing's infrastructure, with an optimistic write path.
 
@@ -193,6 +201,19 @@ class ConversationStore(Application[UUID]):
             if closer is not None:
                 closer()
         super().close()
+
+    @contextlib.contextmanager
+    def not_waiting(self) -> Iterator[None]:
+        """Writes of this thread, inside, fail with WriteLockBusy (nothing written)
+        rather than wait: for another process's write lock (SQLite's), or to back off
+        from a race with another writer of the same conversation. `convlog serve`
+        makes on its event loop only the writes that need no waiting."""
+        _NOT_WAITING.on = True
+        try:
+            with getattr(self.recorder, "not_waiting", contextlib.nullcontext)():
+                yield
+        finally:
+            _NOT_WAITING.on = False
 
     def wait_for_changes(self, timeout: float) -> None:
         """Return when new events may exist: at once on a PostgreSQL NOTIFY, else
@@ -468,6 +489,9 @@ class ConversationStore(Application[UUID]):
                 ) from None
             if fresh:  # a real race: exponential backoff with full jitter, so the
                 # writers of one busy conversation spread out instead of colliding
+                if getattr(_NOT_WAITING, "on", False):
+                    raise WriteLockBusy(f"conversation {key!r}: another writer won the "
+                                        "race; retrying would wait")
                 time.sleep(random.uniform(0, min(0.1, 0.001 * 2 ** min(attempt, 7))))
             fresh = True
 

@@ -33,5 +33,10 @@ class CorruptEvent(StorageError):
         )
 
 
+class WriteLockBusy(StorageError):
+    """Another process holds the store's write lock, and the caller asked not to wait
+    for it (`ConversationStore.not_waiting`): nothing was written."""
+
+
 class ConcurrencyError(StorageError):
     """Other writers kept winning the race for a conversation; nothing was written."""

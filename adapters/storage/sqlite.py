@@ -38,6 +38,7 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
 )
 
+from convlog.storage.errors import WriteLockBusy
 from convlog.storage.requests import SQLITE_DDL as SQLITE_REQUESTS_DDL
 from convlog.storage.requests import SQLiteRequestTable
 from convlog.storage.sqlite_keys import KEYS_DDL, SQLiteKeyTable
@@ -71,11 +72,33 @@ STORE_ID_INSERT = ("INSERT OR IGNORE INTO convlog_store VALUES "
                    "('id', lower(hex(randomblob(16))))")
 
 
+_NOT_WAITING = threading.local()
+"""`.on` in a thread inside `not_waiting`: its write transactions do not wait for
+another process's write lock."""
+
+
+def _begin(execute: Callable[[str], Any], busy_ms: int) -> None:
+    """BEGIN IMMEDIATE: take SQLite's write lock, waiting for another process's up to
+    the connection's busy timeout; inside `not_waiting`, not at all (WriteLockBusy)."""
+    if not getattr(_NOT_WAITING, "on", False):
+        execute("BEGIN IMMEDIATE")
+        return
+    execute("PRAGMA busy_timeout = 0")
+    try:
+        execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            raise
+        raise WriteLockBusy("another process holds the write lock") from None
+    finally:
+        execute(f"PRAGMA busy_timeout = {busy_ms}")
+
+
 @contextlib.contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+def _immediate(conn: sqlite3.Connection, busy_ms: int) -> Iterator[None]:
     """One write transaction: the write lock taken before anything is read, committed
     on success, rolled back on any failure."""
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn.execute, busy_ms)
     try:
         yield
         conn.execute("COMMIT")
@@ -195,7 +218,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         another process may have migrated it meanwhile, hence the second look."""
         with self._writer_lock:
             conn = self._writer or self._connect_writer()
-            with _immediate(conn):
+            with _immediate(conn, self._busy_ms):
                 if conn.execute(_TABLE_EXISTS, [self.old_index_table]).fetchone():
                     conn.execute(
                         f"INSERT OR IGNORE INTO {self.index_table} (stream, message_id) "
@@ -228,7 +251,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
             # `typed_errors` and `_immediate`, written out: two generator context
             # managers cost ~2 us of an append's ~60 (issue 30).
             try:
-                cursor.execute("BEGIN IMMEDIATE")
+                _begin(cursor.execute, self._busy_ms)
                 try:
                     stream = self._write(cursor, rows, message_ids)
                     cursor.execute("COMMIT")
@@ -253,7 +276,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
                 with typed_errors():
                     yield conn
                 return
-            with typed_errors(), _immediate(conn):
+            with typed_errors(), _immediate(conn, self._busy_ms):
                 yield conn
 
     @property
@@ -261,6 +284,22 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         """How long a write waits for another process's lock before it fails: the URL's
         ``?timeout=``, else the default (named in the error that reports the lock)."""
         return float(self.datastore.pool.lock_timeout or DEFAULT_LOCK_TIMEOUT)
+
+    @contextlib.contextmanager
+    def not_waiting(self) -> Iterator[None]:
+        """Write transactions of this thread, inside, fail at once with WriteLockBusy
+        rather than wait for another process's write lock (`convlog serve` writes on
+        its event loop only what needs no waiting)."""
+        _NOT_WAITING.on = True
+        try:
+            yield
+        finally:
+            _NOT_WAITING.on = False
+
+    @property
+    def _busy_ms(self) -> int:
+        """The writer connection's busy timeout (`_connect_writer`), in ms."""
+        return int(1000 * (self.datastore.pool.lock_timeout or 5))
 
     def _connect_writer(self) -> sqlite3.Connection:
         pool = self.datastore.pool

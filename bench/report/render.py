@@ -34,13 +34,15 @@ from bench.report.tool_blocks import (
     block_acp,
     block_html,
     block_http,
+    block_http_others,
     block_importers,
     block_scale,
     block_watch,
 )
 
 # Every file that quotes bench figures; each holds one or more generated blocks.
-FILES = ("BENCHMARKS.md", "docs/sdks.md", "docs/http.md", "docs/scale-out.md")
+FILES = ("BENCHMARKS.md", "docs/sdks.md", "docs/http.md", "docs/scale-out.md",
+         "docs/security.md")
 BLOCK = re.compile(
     r"(<!-- bench:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.DOTALL)
 
@@ -51,7 +53,8 @@ BLOCKS: dict[str, Callable[[Loader], str]] = {
     "core": block_core, "context": block_context, "views": block_views,
     "writers": block_writers, "memory": block_memory, "crypto": block_crypto,
     "importers": block_importers, "watch": block_watch, "replay": block_replay,
-    "http": block_http, "scale": block_scale, "acp": block_acp, "html": block_html,
+    "http": block_http, "http-others": block_http_others,
+    "scale": block_scale, "acp": block_acp, "html": block_html,
     "sdks": block_sdks, "sdks-claude": block_sdks_claude, "sdks-adk": block_sdks_adk,
 }
 

@@ -71,6 +71,29 @@ def block_http(load: Loader) -> str:
               "context).")
 
 
+def block_http_others(load: Loader) -> str:
+    d = load("http")
+    o = d["others"]
+    labels = {"baseline": "none (the baseline)",
+              "huge_writer": "one client posting 10,000-message turns back to back",
+              "streams": f"{o['streams']['streams']['open']} streams open, following the "
+                         "conversations written to"}
+    rows = []
+    for name, label in labels.items():
+        a, h = o[name]["append"], o[name]["health"]
+        rows.append([label, f"{a['messages_per_s']:,.0f}",
+                     f"{num(a['p50_ms'], 2)} / {num(a['p99_ms'], 3)} ms",
+                     f"{num(h['p50_ms'], 2)} / {num(h['p99_ms'], 3)} ms"])
+    huge = o["huge_writer"]["huge"]
+    return (table(["hostile load", "others' messages/s", "others' append p50 / p99",
+                   "/health p50 / p99"], rows)
+            + f"\n\nOthers: {o['appenders']} clients appending 2-message turns and "
+              f"{o['health_clients']} asking for `/health`, {d['seconds']:g} s per load, "
+              "each load on a server of its own. The huge writer wrote "
+              f"{huge['turns']} turns of {huge['messages']:,} messages ({huge['mb']:.1f} MB "
+              f"each), {huge['p50_s']:.2f} s a turn (median).")
+
+
 def block_scale(load: Loader) -> str:
     d = load("scale")
     def routing(p: dict[str, Any]) -> str:

@@ -5,10 +5,12 @@ the others waited) are bench.http's; these tests check behaviour, never time."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import select
 import socket
+import sqlite3
 import time
 from pathlib import Path
 
@@ -237,3 +239,52 @@ def test_readers_that_never_read_are_cut_off_and_their_buffers_freed(tmp_path: P
         finally:
             for sock in stalled:
                 sock.close()
+
+
+def _turn(count: int, text: str = "x") -> dict[str, object]:
+    return {"messages": [{"type": "message", "role": "user", "content": text}
+                         for _ in range(count)]}
+
+
+def test_a_batch_past_the_cap_is_a_413_naming_it(tmp_path: Path) -> None:
+    """One user posted one turn of 250,000 messages (7 MB): there was no cap."""
+    with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, "--max-batch", "100"
+                     ) as (url, _), httpx.Client(base_url=url, timeout=60) as http:
+        for path, body in (("/v1/conversations/k/turns", _turn(101)),
+                           ("/v1/conversations/k/events", {"events": [
+                               {"type": "message", "role": "user", "content": "x"}] * 101})):
+            answer = http.post(path, json=body)
+            assert answer.status_code == 413, answer.text
+            problem = answer.json()
+            assert "the most is 100" in problem["detail"] and "--max-batch" in problem["detail"]
+        assert http.post("/v1/conversations/k/turns", json=_turn(100)).status_code == 200
+        big = http.post("/v1/conversations/k/turns", content=b" " * (8 * 1024 * 1024 + 1),
+                        headers={"Content-Type": "application/json"})
+        assert big.status_code == 413 and "--max-body" in big.json()["detail"]
+
+
+def test_the_event_loop_never_waits_for_the_write_lock(tmp_path: Path) -> None:
+    """Small writes waited for the write lock ON the event loop while a huge turn held
+    it in a worker thread, and /health with them. Another process holding SQLite's
+    write lock (here: an open BEGIN IMMEDIATE) shows it without any timing: while it
+    is held, /health and reads must answer, and a small write waits in a worker
+    thread; once it is released, that write goes through."""
+    db = tmp_path / "c.db"
+    with spawn_serve(f"sqlite:///{db}?timeout=60", tmp_path) as (url, _), \
+            httpx.Client(base_url=url, timeout=60) as http:
+        assert http.post("/v1/conversations/k/turns", json=_turn(1)).status_code == 200
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process's write lock, held
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                write = pool.submit(http.post, "/v1/conversations/k/turns", json=_turn(1, "y"))
+                for _ in range(5):  # the loop is free: these answer at once
+                    assert http.get("/health", timeout=5).status_code == 200
+                    assert http.get("/v1/conversations/k", timeout=5).status_code == 200
+                assert not write.done()  # the write waits, off the loop
+                holder.execute("COMMIT")
+                assert write.result(60).status_code == 200
+        finally:
+            holder.close()
+        texts = [m["content"] for m in http.get("/v1/conversations/k/messages").json()]
+        assert texts == ["x", "y"]
