@@ -6,7 +6,7 @@ users: wrk posting 2-message turns from 8 connections and wrk asking for /health
 load (the baseline) and with each:
 
 - one huge writer: one client posting the largest turn the default limits take
-  (`--max-batch` 10,000 messages, ~7 MB of the 8 MiB `--max-body`), back to back;
+  (`--max-batch` 1,000 messages, ~7.5 MB of the 8 MiB `--max-body`), back to back;
 - many streams: `STREAMS` SSE streams open (the default `--max-streams` of 500 in
   full runs), following the very conversations the background appends to, read
   as fast as they come.
@@ -37,8 +37,8 @@ import httpx
 
 BACKGROUND_APPENDERS = 8
 BACKGROUND_HEALTH = 2
-HUGE_MESSAGES = 10_000  # the default --max-batch
-HUGE_TEXT = 690  # characters a message: ~7 MB a turn, under the 8 MiB --max-body
+HUGE_MESSAGES = 1_000  # the default --max-batch
+HUGE_TEXT = 7_500  # characters a message: ~7.5 MB a turn, under the 8 MiB --max-body
 STREAMS = 500  # the default --max-streams (half of the default --max-connections)
 QUICK_STREAMS = 100
 KEYS = 64  # conversations the background appends to (bench.http's APPEND_LUA)

@@ -32,9 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "conversations (the admin token is $CONVLOG_TOKEN)")
     p.add_argument("--max-body", type=positive_int, default=8 * 1024 * 1024, metavar="BYTES",
                    help="largest request body (default 8 MiB); one more byte is a 413")
-    p.add_argument("--max-batch", type=positive_int, default=10_000, metavar="N",
+    p.add_argument("--max-batch", type=positive_int, default=1_000, metavar="N",
                    help="most messages in one turn, or events in one record batch "
-                        "(default 10,000); one more is a 413. A batch is one "
+                        "(default 1,000); one more is a 413. A batch is one "
                         "transaction, which the server's other writes wait for")
     p.add_argument("--max-connections", type=positive_int, default=1000, metavar="N",
                    help="requests in flight before answering 503 (default 1000; streams "

@@ -75,7 +75,8 @@ def block_http_others(load: Loader) -> str:
     d = load("http")
     o = d["others"]
     labels = {"baseline": "none (the baseline)",
-              "huge_writer": "one client posting 10,000-message turns back to back",
+              "huge_writer": f"one client posting {o['huge_writer']['huge']['messages']:,}-"
+                             "message turns back to back",
               "streams": f"{o['streams']['streams']['open']} streams open, following the "
                          "conversations written to"}
     rows = []
