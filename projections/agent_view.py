@@ -64,9 +64,10 @@ from convlog.domain.events import (
 )
 from convlog.domain.records import is_record
 from convlog.projections.memory import DEFAULT_CAP, lifetimes, policy_cap
+from convlog.projections.moment import Moment, cut
 from convlog.projections.repair_marks import mark_repairs
 from convlog.projections.transcript import render_content, shorten
-from convlog.projections.view_model import ConversationView, EntryKind, Point, ViewEntry, cut
+from convlog.projections.view_model import ConversationView, EntryKind, ViewEntry
 
 
 @dataclass
@@ -359,7 +360,7 @@ def _message_slot(r: Recorded, e: MessageAppended, segment: int) -> _Slot:
                  message=e)
 
 
-def agent_view(key: str, recorded: Iterable[Recorded], at: Point | None = None, *,
+def agent_view(key: str, recorded: Iterable[Recorded], at: Moment | None = None, *,
                memory_cap: int = DEFAULT_CAP) -> ConversationView:
     """What the agent received, in order, since the latest clear (see the module doc).
     `memory_cap`: the `max_injected_blocks_in_history` at the start; the policies the

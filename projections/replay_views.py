@@ -16,26 +16,22 @@ from convlog.domain.errors import InvalidInput
 from convlog.domain.events import Recorded
 from convlog.projections.agent_view import AgentWalk, agent_view
 from convlog.projections.memory import DEFAULT_CAP
+from convlog.projections.moment import Moment, cut
 from convlog.projections.transcript import transcript
 from convlog.projections.view_model import (
-    MAX_VERSION,
     VIEWS,
     ConversationView,
     EntryKind,
-    Point,
     RepairMark,
     ViewEntry,
     ViewName,
-    cut,
-    parse_point,
 )
 
-__all__ = ["MAX_VERSION", "VIEWS", "AgentWalk", "ConversationView", "EntryKind", "Point",
-           "RepairMark", "ViewEntry", "ViewName", "agent_view", "cut", "parse_point",
-           "user_view", "view"]
+__all__ = ["VIEWS", "AgentWalk", "ConversationView", "EntryKind", "RepairMark", "ViewEntry",
+           "ViewName", "agent_view", "user_view", "view"]
 
 
-def user_view(key: str, recorded: Iterable[Recorded], at: Point | None = None
+def user_view(key: str, recorded: Iterable[Recorded], at: Moment | None = None
               ) -> ConversationView:
     """Every message as the user saw it, in order (the transcript), and clears."""
     events = cut(recorded, at)
@@ -48,7 +44,7 @@ def user_view(key: str, recorded: Iterable[Recorded], at: Point | None = None
                             entries=entries)
 
 
-def view(key: str, name: str, recorded: Iterable[Recorded], at: Point | None = None, *,
+def view(key: str, name: str, recorded: Iterable[Recorded], at: Moment | None = None, *,
          memory_cap: int = DEFAULT_CAP) -> ConversationView:
     if name == "user":
         return user_view(key, recorded, at)

@@ -35,6 +35,7 @@ from convlog.domain.events import (
     UserForgotten,
 )
 from convlog.domain.records import record_kind
+from convlog.projections.moment import Moment, cut
 from convlog.projections.transcript import render_content, shorten
 
 
@@ -123,15 +124,10 @@ def _ms(value: float | None) -> str | None:
 
 
 def timeline(
-    recorded: Iterable[Recorded], *, until: int | datetime | None = None,
+    recorded: Iterable[Recorded], *, until: Moment | None = None,
     tokens: Callable[[MessageAppended], int | None] | None = None,
 ) -> list[TimelineRow]:
-    rows = []
-    for r in recorded:
-        if isinstance(until, int) and r.version > until:
-            break
-        if isinstance(until, datetime) and r.event.at > until:
-            break
-        rows.append(TimelineRow(version=r.version, at=r.event.at, type=r.event.event_name(),
-                                details=describe(r.event, tokens), event=r.event))
-    return rows
+    """One row per event up to `until` (parsed by convlog.projections.moment)."""
+    return [TimelineRow(version=r.version, at=r.event.at, type=r.event.event_name(),
+                        details=describe(r.event, tokens), event=r.event)
+            for r in cut(recorded, until)]

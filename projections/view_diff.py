@@ -22,14 +22,8 @@ import msgspec
 
 from convlog.domain.events import ConversationCleared, Recorded
 from convlog.projections.memory import DEFAULT_CAP
-from convlog.projections.replay_views import (
-    ConversationView,
-    Point,
-    ViewEntry,
-    agent_view,
-    cut,
-    user_view,
-)
+from convlog.projections.moment import Moment, cut
+from convlog.projections.replay_views import ConversationView, ViewEntry, agent_view, user_view
 
 
 class MissingMessage(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,7 +54,7 @@ class ViewDiff(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.missing or self.extra or self.alerts)
 
 
-def diff(key: str, recorded: Iterable[Recorded], at: Point | None = None, *,
+def diff(key: str, recorded: Iterable[Recorded], at: Moment | None = None, *,
          memory_cap: int = DEFAULT_CAP) -> ViewDiff:
     events = cut(recorded, at)
     return compare(user_view(key, events), agent_view(key, events, memory_cap=memory_cap),

@@ -15,6 +15,7 @@ from typing import Any
 
 import convlog
 from convlog.acp.sessions import KEY_PREFIX
+from convlog.domain.numbers import whole_number
 
 LIST_PAGE = 50
 log = logging.getLogger("convlog.acp")
@@ -25,12 +26,12 @@ async def list_page(log: convlog.AsyncConversationLog, agent: str | None,
     from acp import RequestError
 
     cwd, cursor = params.get("cwd"), params.get("cursor")
-    if cursor is not None and not (isinstance(cursor, str) and cursor.isdigit()):
+    start = 0 if cursor is None else whole_number(cursor) if isinstance(cursor, str) else None
+    if start is None:
         raise RequestError.invalid_params({"field": "cursor", "error": "unknown cursor"})
     rows = [r for r in await log.sessions(agent=agent)
             if r.key.startswith(KEY_PREFIX) and r.status != "deleted"
             and (cwd is None or r.workspace == cwd)]
-    start = int(cursor or 0)
     answer: dict[str, Any] = {"sessions": [{
         "sessionId": r.key.removeprefix(KEY_PREFIX), "cwd": r.workspace or "/",
         **({"title": r.title} if r.title else {}),

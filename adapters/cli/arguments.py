@@ -11,9 +11,10 @@ from typing import Any, NoReturn
 
 from convlog.cli import otel
 from convlog.domain.errors import InvalidInput
+from convlog.domain.numbers import whole_number
 from convlog.projections.formats import FORMATS
-from convlog.projections.replay_views import VIEWS, parse_point
-from convlog.projections.view_model import parse_time
+from convlog.projections.moment import parse_moment, parse_time
+from convlog.projections.replay_views import VIEWS
 from convlog.services.jsonlines import LINE_TYPES
 from convlog.views.analytics import COST_GROUPS
 from convlog.views.telemetry import TELEMETRY_GROUPS
@@ -42,9 +43,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
+    number = whole_number(text, minimum=1)
+    if number is None:
         raise argparse.ArgumentTypeError(f"expected a whole number > 0, got {text!r}")
-    return int(text)
+    return number
 
 
 def positive_float(text: str) -> float:
@@ -75,7 +77,7 @@ def parse_at(args: argparse.Namespace) -> int | datetime | None:
         return None
     option, text = given[0]
     try:
-        return parse_point(text, option)
+        return parse_moment(text, option)
     except InvalidInput as exc:
         raise UsageError(f"{option}: {exc.reason}") from None
 

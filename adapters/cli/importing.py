@@ -17,6 +17,7 @@ from pathlib import Path
 from convlog.cli.arguments import UsageError
 from convlog.cli.render import print_json
 from convlog.domain.errors import ConvlogError
+from convlog.domain.numbers import whole_number
 from convlog.projections.money import usd_text
 from convlog.services.import_run import ImportProgress, ImportSummary, collect_files
 from convlog.services.importing import available_formats, find_importer
@@ -47,9 +48,10 @@ def check(args: argparse.Namespace) -> None:
 
 
 def _megabytes(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= 1 << 20:
+    megabytes = whole_number(text, minimum=1, maximum=1 << 20)
+    if megabytes is None:
         raise argparse.ArgumentTypeError(f"expected a whole number of MB > 0, got {text!r}")
-    return int(text)
+    return megabytes
 
 
 def cmd_import(log: ConversationLog, args: argparse.Namespace) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from convlog.cli.render import print_json
 from convlog.domain.errors import MissingExtra
+from convlog.domain.numbers import whole_number
 from convlog.services.log import ConversationLog
 from convlog.services.sidecar import sidecar_path
 
@@ -61,9 +62,10 @@ def _seconds(text: str) -> float:
 
 
 def _position(text: str) -> int:
-    if not (text.isascii() and text.isdigit()):
+    position = whole_number(text)
+    if position is None:
         raise argparse.ArgumentTypeError(f"expected a log position (0 or more), got {text!r}")
-    return int(text)
+    return position
 
 
 def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:

@@ -11,15 +11,17 @@ import argparse
 
 from convlog.cli.arguments import positive_float, positive_int
 from convlog.domain.errors import ConvlogError
+from convlog.domain.numbers import whole_number
 from convlog.services.log import ConversationLog
 
 EXTRA_HINT = "convlog serve needs the http extra: pip install 'convlog[http]'"
 
 
 def port_number(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
+    port = whole_number(text, maximum=65535)
+    if port is None:
         raise argparse.ArgumentTypeError(f"expected 0 to 65535, got {text!r}")
-    return int(text)
+    return port
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

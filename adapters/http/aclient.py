@@ -142,7 +142,8 @@ class AsyncRemoteConversation:
     async def transcript(self) -> list[TranscriptLine]:
         return await self.client.send(wire.transcript(self.path))
 
-    async def timeline(self, *, until: int | datetime | None = None) -> list[TimelineOut]:
+    async def timeline(self, *, until: int | datetime | str | None = None
+                       ) -> list[TimelineOut]:
         return await self.client.send(wire.timeline(self.path, until))
 
     async def context(self, *, budget: Budget | None = None, format: str = "xml",

@@ -153,7 +153,7 @@ class RemoteConversation:
     def transcript(self) -> list[TranscriptLine]:
         return self.client.send(wire.transcript(self.path))
 
-    def timeline(self, *, until: int | datetime | None = None) -> list[TimelineOut]:
+    def timeline(self, *, until: int | datetime | str | None = None) -> list[TimelineOut]:
         return self.client.send(wire.timeline(self.path, until))
 
     def context(self, *, budget: Budget | None = None, format: str = "xml",

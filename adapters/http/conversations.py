@@ -43,7 +43,8 @@ from convlog.http.schema import (
 )
 from convlog.projections.context import Budget
 from convlog.projections.formats import FORMATS
-from convlog.projections.replay_views import VIEWS, parse_point
+from convlog.projections.moment import parse_moment
+from convlog.projections.replay_views import VIEWS
 from convlog.projections.transcript import TranscriptLine
 from convlog.services.jsonlines import (
     MessageLine,
@@ -178,14 +179,14 @@ async def transcript(call: Call) -> list[TranscriptLine]:
 
 async def timeline(call: Call) -> list[TimelineOut]:
     key = await call.readable()
-    until = parse_point(call.q_str("until"), "until")
+    until = parse_moment(call.q_str("until"), "until")
     rows = await call.run(call.log.timeline, key, until=until)
     return [TimelineOut(version=r.version, at=r.at, type=r.type, details=r.details,
                         event=r.event) for r in rows]  # type: ignore[arg-type]
 
 
 def _at(call: Call) -> int | datetime | None:
-    return parse_point(call.q_str("at"))
+    return parse_moment(call.q_str("at"))
 
 
 async def replay(call: Call) -> convlog.ConversationView:

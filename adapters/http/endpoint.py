@@ -24,9 +24,10 @@ from starlette.responses import Response
 import convlog
 from convlog.domain.conversation import Command, RequireUser, StartConversation, check_key
 from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.numbers import whole_number
 from convlog.http.auth import Auth, Principal
 from convlog.http.problems import ProblemError
-from convlog.projections.view_model import parse_time
+from convlog.projections.moment import parse_time
 from convlog.services.jsonstrict import decode
 
 T = TypeVar("T")
@@ -152,10 +153,11 @@ class Call:
         value = self._one(name)
         if value is None:
             return default
-        if not (value.isascii() and value.isdigit()) or len(value) > 18 or int(value) < minimum:
+        number = whole_number(value, minimum=minimum)
+        if number is None:
             raise InvalidInput(f"expected a whole number >= {minimum}, got {value!r}",
                                field=name)
-        return int(value)
+        return number
 
     def q_bool(self, name: str) -> bool:
         value = self._one(name)

@@ -25,6 +25,7 @@ from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from convlog.domain.numbers import whole_number
 from convlog.http.problems import ProblemError, problem_response
 
 MAX_BODY = 8 * 1024 * 1024
@@ -135,5 +136,6 @@ def routing_path(scope: Scope) -> str:
 def _content_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
-            return int(value) if value.isdigit() else -1
+            length = whole_number(value.decode("latin-1"))
+            return -1 if length is None else length
     return None

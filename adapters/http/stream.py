@@ -29,6 +29,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from convlog.domain.errors import InvalidInput, UnknownConversation
+from convlog.domain.numbers import whole_number
 from convlog.http.endpoint import Call, Endpoint, Param, Server, encode
 from convlog.http.problems import ProblemError
 from convlog.http.schema import EventOut
@@ -40,10 +41,11 @@ def _start(call: Call) -> int:
     header = call.request.headers.get("last-event-id")
     query = call.q_int("after", minimum=0)
     if header is not None:
-        if not (header.isascii() and header.isdigit()) or len(header) > 18:
+        position = whole_number(header)
+        if position is None:
             raise InvalidInput(f"expected an event position, got {header!r}",
                                field="Last-Event-ID")
-        return int(header)
+        return position
     return query or 0
 
 

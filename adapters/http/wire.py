@@ -237,7 +237,7 @@ def transcript(path: str) -> Req[list[TranscriptLine]]:
     return Req("GET", path + "/transcript", list[TranscriptLine])
 
 
-def timeline(path: str, until: int | datetime | None) -> Req[list[TimelineOut]]:
+def timeline(path: str, until: int | datetime | str | None) -> Req[list[TimelineOut]]:
     value = until.isoformat() if isinstance(until, datetime) else until
     return Req("GET", path + "/timeline", list[TimelineOut],
                params={"until": value} if value is not None else None)

@@ -167,7 +167,7 @@ class AsyncConversationLog:
     async def transcript(self, key: str) -> list[TranscriptLine]:
         return await asyncio.to_thread(self.sync.transcript, key)
 
-    async def timeline(self, key: str, *, until: int | datetime | None = None
+    async def timeline(self, key: str, *, until: int | datetime | str | None = None
                        ) -> list[TimelineRow]:
         return await asyncio.to_thread(self.sync.timeline, key, until=until)
 
@@ -308,7 +308,8 @@ class AsyncConversationHandle:
     async def transcript(self) -> list[TranscriptLine]:
         return await self.log.transcript(self.key)
 
-    async def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
+    async def timeline(self, *, until: int | datetime | str | None = None
+                       ) -> list[TimelineRow]:
         return await self.log.timeline(self.key, until=until)
 
     async def view(self, view: str = "user", *, at: int | datetime | str | None = None

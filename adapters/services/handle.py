@@ -83,7 +83,7 @@ class ConversationHandle:
     def transcript(self) -> list[TranscriptLine]:
         return self.log.transcript(self.key)
 
-    def timeline(self, *, until: int | datetime | None = None) -> list[TimelineRow]:
+    def timeline(self, *, until: int | datetime | str | None = None) -> list[TimelineRow]:
         return self.log.timeline(self.key, until=until)
 
     def view(self, view: str = "user", *, at: int | datetime | str | None = None

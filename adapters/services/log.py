@@ -41,7 +41,8 @@ from convlog.domain.messages import Message
 from convlog.domain.records import is_record
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
-from convlog.projections.replay_views import ConversationView, parse_point
+from convlog.projections.moment import last_version, parse_moment
+from convlog.projections.replay_views import ConversationView
 from convlog.projections.replay_views import view as _view
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
@@ -433,24 +434,28 @@ class ConversationLog(CatalogQueries):
     def transcript(self, key: str) -> list[TranscriptLine]:
         return transcript(self.events(key))
 
-    def timeline(self, key: str, *, until: int | datetime | None = None) -> list[TimelineRow]:
-        upto = until if isinstance(until, int) else None
-        return timeline(self.events(key, upto=upto), until=until, tokens=shown_tokens)
+    def timeline(self, key: str, *, until: int | datetime | str | None = None
+                 ) -> list[TimelineRow]:
+        """Every event, one line each, up to `until`: a version, or a time (a naive
+        time is UTC); None = now."""
+        moment = parse_moment(until, "until")
+        return timeline(self.events(key, upto=last_version(moment)), until=moment,
+                        tokens=shown_tokens)
 
     def view(self, key: str, view: str = "user", *, at: int | datetime | str | None = None
              ) -> ConversationView:
         """What the user saw (``"user"``) or what the agent received (``"agent"``), as
         of `at`: a version, or a time (a naive time is UTC); None = now."""
-        point = parse_point(at)
-        upto = point if isinstance(point, int) else None
-        return _view(key, view, self.events(key, upto=upto), point, memory_cap=DEFAULT_CAP)
+        moment = parse_moment(at)
+        return _view(key, view, self.events(key, upto=last_version(moment)), moment,
+                     memory_cap=DEFAULT_CAP)
 
     def diff(self, key: str, *, at: int | datetime | str | None = None) -> ViewDiff:
         """Where the two views part at `at`: messages missing from the agent's context
         (with the reason), text only the agent saw, and flagged resumes."""
-        point = parse_point(at)
-        upto = point if isinstance(point, int) else None
-        return diff(key, self.events(key, upto=upto), point, memory_cap=DEFAULT_CAP)
+        moment = parse_moment(at)
+        return diff(key, self.events(key, upto=last_version(moment)), moment,
+                    memory_cap=DEFAULT_CAP)
 
     def context(
         self,

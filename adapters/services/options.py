@@ -18,6 +18,7 @@ import msgspec
 from convlog.accounting.prices import ModelPrice
 from convlog.domain.errors import InvalidInput
 from convlog.domain.memory import check_depth
+from convlog.domain.numbers import whole_number
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.services.redacting import Redactor
 
@@ -39,9 +40,10 @@ def _setting(given: int | None, env: str, flag: str, default: int) -> int:
         where, value = flag, given
     elif os.environ.get(env, "").strip():
         raw = os.environ[env].strip()
-        if not raw.isdigit():
+        number = whole_number(raw)
+        if number is None:
             raise InvalidInput(f"must be a whole number, not {raw!r}", field=env)
-        where, value = env, int(raw)
+        where, value = env, number
     else:
         return default
     return check_cap(value, where) if env == ENV_CAP else check_depth(value, where)

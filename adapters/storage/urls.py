@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from convlog.domain.errors import MissingExtra
+from convlog.domain.numbers import whole_number
 from convlog.storage.errors import StorageError, UnsupportedURL
 
 DEFAULT_URL = "sqlite:///./convlog.db"
@@ -199,8 +200,8 @@ def parse_url(url: str | None = None) -> StorageConfig:
             if key not in POSTGRES_OPTIONS and key != "views":
                 raise UnsupportedURL(f"{_redact(url)!r}: unknown PostgreSQL option {key!r}; "
                                      f"known: {', '.join([*POSTGRES_OPTIONS, 'views'])}")
-            if key in ("pool_size", "max_overflow", "connect_timeout", "lock_timeout") and not (
-                    value.isascii() and value.isdigit()):
+            if key in ("pool_size", "max_overflow", "connect_timeout", "lock_timeout") and (
+                    whole_number(value) is None):
                 raise UnsupportedURL(f"{_redact(url)!r}: {key} must be a whole number, "
                                      f"not {value!r}")
         return StorageConfig(url=url, backend="postgresql", options=options)
@@ -219,7 +220,7 @@ def _sqlite(url: str, path: Path, query: str) -> StorageConfig:
         if allowed is not None and value.lower() not in allowed:
             raise UnsupportedURL(
                 f"{url!r}: {key} must be one of {', '.join(allowed)}, not {value!r}")
-        if key == "timeout" and not value.isdigit():
+        if key == "timeout" and whole_number(value) is None:
             raise UnsupportedURL(f"{url!r}: timeout must be whole seconds, not {value!r}")
     if str(path) == ":memory:":
         raise UnsupportedURL(f"{url!r}: for an in-memory log use memory://")

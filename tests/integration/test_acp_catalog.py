@@ -36,8 +36,9 @@ def test_list_pages_through_this_agents_acp_sessions(tmp_path: Path) -> None:
         assert "elsewhere" in ids and "other-agent" not in ids
         for session in first["sessions"]:  # each one is valid for the SDK's schema
             acp.schema.SessionInfo.model_validate(session)
-        with pytest.raises(acp.RequestError):
-            await list_page(log, "a1", {"cursor": "nope"})
+        for cursor in ("nope", "\u00b2", "9" * 5000):  # "²".isdigit(): int() refused it
+            with pytest.raises(acp.RequestError):
+                await list_page(log, "a1", {"cursor": cursor})
         await log.close()
 
     asyncio.run(main())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 
@@ -114,6 +114,24 @@ def test_replay_until_a_version_or_a_time(log: convlog.ConversationLog) -> None:
     cut = rows[2].at
     assert all(r.at <= cut for r in conv.timeline(until=cut))
     assert conv.timeline(until=rows[0].at - timedelta(seconds=1)) == []
+
+
+def test_the_timeline_and_the_views_cut_the_log_at_the_same_moment(
+        log: convlog.ConversationLog) -> None:
+    """One parser of "a moment" for both (issue 46): a naive time is UTC (the
+    timeline raised TypeError comparing it with the stored aware times), a version
+    may be given as digits, and a moment that is neither is an InvalidInput."""
+    conv = log.conversation("k")
+    for i in range(3):
+        conv.append(convlog.user(f"m{i}"))
+    at = conv.timeline()[2].at
+    naive = at.astimezone(UTC).replace(tzinfo=None)
+    for moment in (naive, at, 3, "3", at.isoformat(), naive.isoformat()):
+        assert [r.version for r in conv.timeline(until=moment)] == [1, 2, 3], moment
+        assert conv.view(at=moment).version == 3, moment
+    with pytest.raises(convlog.InvalidInput) as raised:
+        conv.timeline(until="yesterday")
+    assert raised.value.field == "until"
 
 
 def test_state_returned_to_callers_is_a_copy(log: convlog.ConversationLog) -> None:

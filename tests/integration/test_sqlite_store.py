@@ -151,6 +151,7 @@ def test_a_read_that_the_database_fails_is_a_storage_error(sqlite_url: str) -> N
         ("sqlite:///x.db?synchronous=sometimes", "synchronous must be one of"),
         ("sqlite:///x.db?colour=blue", "unknown SQLite option"),
         ("sqlite:///x.db?timeout=soon", "whole seconds"),
+        ("sqlite:///x.db?timeout=\u00b2", "whole seconds"),  # "²".isdigit() (issue 46)
         ("sqlite:///no/such/dir/x.db", "does not exist"),
         ("", "empty"),
         ("postgresql://u@localhost/db?colour=blue", "unknown PostgreSQL option"),

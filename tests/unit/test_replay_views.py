@@ -26,12 +26,8 @@ from convlog.domain.events import (
     SummaryRecorded,
     UserForgotten,
 )
-from convlog.projections.replay_views import (
-    agent_view,
-    parse_point,
-    user_view,
-    view,
-)
+from convlog.projections.moment import parse_moment
+from convlog.projections.replay_views import agent_view, user_view, view
 from convlog.projections.view_diff import diff
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -287,22 +283,22 @@ def test_views_at_a_version_and_at_a_time(name: str) -> None:
     assert view("k", name, log.recorded, at=0).entries == []
 
 
-def test_parse_point() -> None:
-    assert parse_point(None) is None
-    assert parse_point(7) == parse_point("7") == 7
-    assert parse_point(" 12 ") == 12
-    assert parse_point(10**30) == 2**63 - 1
-    assert parse_point("2026-03-01T12:00:00") == T0  # naive: UTC
+def test_parse_moment() -> None:
+    assert parse_moment(None) is None
+    assert parse_moment(7) == parse_moment("7") == 7
+    assert parse_moment(" 12 ") == 12
+    assert parse_moment(10**30) == parse_moment("9" * 5000) == 2**63 - 1
+    assert parse_moment("2026-03-01T12:00:00") == T0  # naive: UTC
     plus2 = timezone(timedelta(hours=2))
-    assert parse_point("2026-03-01T14:00:00+02:00") == T0
-    assert parse_point(datetime(2026, 3, 1, 14, tzinfo=plus2)) == T0
-    assert parse_point(datetime(2026, 3, 1, 12)) == T0
-    for bad in ("yesterday", True, -1, 1.5, "", "v3"):
+    assert parse_moment("2026-03-01T14:00:00+02:00") == T0
+    assert parse_moment(datetime(2026, 3, 1, 14, tzinfo=plus2)) == T0
+    assert parse_moment(datetime(2026, 3, 1, 12)) == T0
+    for bad in ("yesterday", True, -1, 1.5, "", "v3", "\u00b2", "\u0663"):
         with pytest.raises(InvalidInput) as caught:
-            parse_point(bad)
+            parse_moment(bad)
         assert caught.value.field == "at"
     with pytest.raises(InvalidInput, match="'yesterday'"):
-        parse_point("yesterday")
+        parse_moment("yesterday")
 
 
 def test_unknown_view_name() -> None:
