@@ -55,13 +55,25 @@ def huge_body() -> bytes:
 
 
 @contextlib.contextmanager
+def _in_background(work: Callable[[threading.Event], None], join: float) -> Iterator[None]:
+    """`work(stop)` in a daemon thread for as long as the block runs."""
+    stop = threading.Event()
+    thread = threading.Thread(target=work, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(join)
+
+
+@contextlib.contextmanager
 def huge_writer(url: str) -> Iterator[dict[str, Any]]:
     """One client posting the largest turn the limits take, back to back."""
-    body, stop = huge_body(), threading.Event()
+    body = huge_body()
     latencies: list[float] = []
-    seen: dict[str, Any] = {"latencies": latencies, "mb": len(body) / 1e6}
 
-    def run() -> None:
+    def run(stop: threading.Event) -> None:
         with httpx.Client(base_url=url, timeout=120) as client:
             n = 0
             while not stop.is_set():
@@ -72,13 +84,24 @@ def huge_writer(url: str) -> Iterator[dict[str, Any]]:
                 latencies.append(time.perf_counter() - begin)
                 n += 1
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield seen
-    finally:
-        stop.set()
-        thread.join(300)
+    with _in_background(run, 300):
+        yield {"latencies": latencies, "mb": len(body) / 1e6}
+
+
+def _open_stream(address: tuple[str, int], n: int) -> socket.socket:
+    sock = socket.create_connection(address, timeout=30)
+    sock.sendall(b"GET /v1/conversations/bench-%d-%d/stream HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
+                 % (n % 2, n % (KEYS // 2), address[0].encode(), address[1]))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise SystemExit(f"stream {n}: closed before its head: {head!r}")
+        head += chunk
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise SystemExit(f"stream {n} refused: {head[:200]!r}")
+    sock.setblocking(False)
+    return sock
 
 
 @contextlib.contextmanager
@@ -86,25 +109,10 @@ def streams(url: str, count: int) -> Iterator[dict[str, Any]]:
     """`count` live streams over the background's conversations, drained by one thread."""
     parts = urlsplit(url)
     address = (parts.hostname or "127.0.0.1", parts.port or 80)
-    socks, seen = [], {"streams": 0, "bytes": 0}
-    for n in range(count):
-        sock = socket.create_connection(address, timeout=30)
-        sock.sendall(b"GET /v1/conversations/bench-%d-%d/stream HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
-                     % (n % 2, n % (KEYS // 2), address[0].encode(), address[1]))
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = sock.recv(4096)
-            if not chunk:
-                raise SystemExit(f"stream {n}: closed before its head: {head!r}")
-            head += chunk
-        if not head.startswith(b"HTTP/1.1 200"):
-            raise SystemExit(f"stream {n} refused: {head[:200]!r}")
-        sock.setblocking(False)
-        socks.append(sock)
-    seen["streams"] = len(socks)
-    stop = threading.Event()
+    socks = [_open_stream(address, n) for n in range(count)]
+    seen = {"streams": len(socks), "bytes": 0}
 
-    def drain() -> None:
+    def drain(stop: threading.Event) -> None:
         with selectors.DefaultSelector() as selector:
             for sock in socks:
                 selector.register(sock, selectors.EVENT_READ)
@@ -113,13 +121,10 @@ def streams(url: str, count: int) -> Iterator[dict[str, Any]]:
                     with contextlib.suppress(BlockingIOError):
                         seen["bytes"] += len(key.fileobj.recv(1 << 16))  # type: ignore[union-attr]
 
-    thread = threading.Thread(target=drain, daemon=True)
-    thread.start()
     try:
-        yield seen
+        with _in_background(drain, 30):
+            yield seen
     finally:
-        stop.set()
-        thread.join(30)
         for sock in socks:
             sock.close()
 

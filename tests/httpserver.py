@@ -4,9 +4,11 @@ answer off a raw socket (`read_answer`), for tests that speak HTTP by hand."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import select
 import socket
 import subprocess
 import sys
@@ -111,6 +113,20 @@ def read_answer(sock: socket.socket, timeout: float = 10) -> tuple[int, dict[str
     headers = {k.strip().lower(): v.strip() for k, _, v in
                (line.partition(":") for line in lines[1:])}
     return int(lines[0].split()[1]), headers, body
+
+
+def send_giant_value(sock: socket.socket, head: bytes, what: str) -> None:
+    """Send `head`, then 4 MiB of one header (or trailer) value: the server must answer
+    once 256 KiB of it are in, while the rest is still arriving (it is never read
+    whole); what follows is read and dropped. The answer is left to `read_answer`."""
+    sock.sendall(head)
+    with contextlib.suppress(OSError):
+        for _ in range(4):  # 256 KiB of one value, and no end in sight
+            sock.sendall(b"a" * 65536)
+        assert select.select([sock], [], [], 10)[0], f"no answer to a 256 KiB {what}"
+        for _ in range(60):  # the rest (4 MiB in all) is read and dropped
+            sock.sendall(b"a" * 65536)
+        sock.sendall(b"\r\n\r\n")
 
 
 def assert_problem(status: int, headers: dict[str, str], body: bytes, expected: int) -> None:
