@@ -16,6 +16,7 @@ import convlog
 pytest.importorskip("claude_agent_sdk")
 from claude_agent_sdk import get_session_messages_from_store
 
+from convlog.domain.events import MessageAppended
 from convlog.integrations.claude_agent_sdk import (
     ConvlogSessionStore,
     conversation_key,
@@ -104,7 +105,9 @@ def test_delete_is_a_new_epoch_and_the_log_keeps_the_history(store: Any) -> None
     run(store.delete(KEY))
     assert run(store.load(KEY)) is None and run(store.load(sub)) is None
     assert run(store.list_sessions(KEY["project_key"])) == []
-    assert len(store.log.messages(conversation_key(KEY))) == 2  # kept for replay
+    kept = [r.event for r in store.log.events(conversation_key(KEY))
+            if isinstance(r.event, MessageAppended)]
+    assert len(kept) == 2 and store.log.messages(conversation_key(KEY)) == []  # for replay
     run(store.append(KEY, TRANSCRIPT[:2]))  # the same uuids, after the delete
     assert run(store.load(KEY)) == TRANSCRIPT[:2]
     assert [s["session_id"] for s in run(store.list_sessions(KEY["project_key"]))] == [
