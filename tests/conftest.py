@@ -12,6 +12,8 @@ import psycopg
 import pytest
 
 import convlog
+from convlog.domain.clock import SYSTEM_CLOCK, Clock
+from tests.clock import ManualClock
 from tests.pgcluster import PrivateCluster
 
 PG_HOST = os.environ.get("CONVLOG_TEST_PG", "host=127.0.0.1 port=5432 dbname=test user=postgres")
@@ -63,18 +65,35 @@ def private_pg() -> Iterator[PrivateCluster]:
         cluster.close()
 
 
-def open_backend(backend: str, tmp_path: Path, request: pytest.FixtureRequest
-                 ) -> convlog.ConversationLog:
+def open_backend(backend: str, tmp_path: Path, request: pytest.FixtureRequest,
+                 clock: Clock = SYSTEM_CLOCK) -> convlog.ConversationLog:
+    """A log on `backend` (memory, sqlite, postgresql) reading time from `clock`."""
     if backend == "memory":
-        return convlog.open("memory://")
-    if backend == "sqlite":
-        return convlog.open(f"sqlite:///{tmp_path / 'c.db'}")
-    url = request.getfixturevalue("pg_url")
-    return convlog.open(url, views=str(tmp_path / "views.duckdb"))
+        url, views = "memory://", None
+    elif backend == "sqlite":
+        url, views = f"sqlite:///{tmp_path / 'c.db'}", None
+    else:
+        url, views = request.getfixturevalue("pg_url"), str(tmp_path / "views.duckdb")
+    return convlog.ConversationLog.with_options(url, convlog.LogOptions(views=views),
+                                                clock=clock)
 
 
 @pytest.fixture(params=BACKENDS)
 def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[convlog.ConversationLog]:
     """The storage contract: every test using this fixture runs on every backend."""
     with open_backend(request.param, tmp_path, request) as opened:
+        yield opened
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """Time that passes only when the test advances it."""
+    return ManualClock()
+
+
+@pytest.fixture(params=BACKENDS)
+def clocked_log(request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
+                ) -> Iterator[convlog.ConversationLog]:
+    """`log`, reading time from the test's `clock`."""
+    with open_backend(request.param, tmp_path, request, clock) as opened:
         yield opened

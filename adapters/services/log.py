@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import msgspec
 
 from convlog.accounting.prices import ModelPrice, PriceTable
 from convlog.crypto.keys import load_key
+from convlog.domain.clock import SYSTEM_CLOCK, Clock
 from convlog.domain.conversation import (
     AppendMessages,
     Archive,
@@ -104,14 +104,18 @@ class ConversationLog(CatalogQueries):
 
     @classmethod
     def with_options(cls, url: str | None, options: LogOptions, *,
-                     master_key: bytes | str | None = "env") -> ConversationLog:
-        """The log at `url`, opened with `options` (what every opener calls)."""
+                     master_key: bytes | str | None = "env",
+                     clock: Clock = SYSTEM_CLOCK) -> ConversationLog:
+        """The log at `url`, opened with `options` (what every opener calls). `clock`:
+        what stamps every event, ages conversations (`expire`, a summary's status) and
+        kept request answers, and times resume tiers (convlog.domain.clock); the
+        machine's by default, one the test moves in tests."""
         log = cls.__new__(cls)
-        log._open(url, options, master_key)
+        log._open(url, options, master_key, clock)
         return log
 
     def _open(self, url: str | None, options: LogOptions,
-              master_key: bytes | str | None) -> None:
+              master_key: bytes | str | None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.options = options.checked()
         self.max_injected_blocks_in_history = options.max_injected_blocks_in_history
         """How many memory blocks stay live in every context (0: ephemeral)."""
@@ -132,7 +136,7 @@ class ConversationLog(CatalogQueries):
         try:
             self._store = ConversationStore(env=self.config.env(), master_key=master,
                                             where=self.config.display,
-                                            public_only=public_only)
+                                            public_only=public_only, clock=clock)
         except ConvlogError:
             raise  # key errors say what to do; wrapped, they would say less
         except Exception as exc:  # OSError, bad settings, sqlite3/psycopg errors wrapped in
@@ -263,12 +267,13 @@ class ConversationLog(CatalogQueries):
         """The first answer to the keyed request `scope` (an HTTP `Idempotency-Key`'s
         digest: convlog.storage.requests), kept in the store, so every process on it
         answers a retry the same; None when there is none (or it expired)."""
-        return self._store.find_answer(scope, time.time())
+        return self._store.find_answer(scope, self._store.clock.now().timestamp())
 
     def keep_request_answer(self, scope: str, answer: Answer, user: str | None) -> Answer:
         """Keep the first answer to the keyed request `scope` (sealed under `user`'s key
         in an encrypted store); the one kept, another process's if it was first."""
-        return self._store.keep_answer(scope, answer, time.time(), user)
+        return self._store.keep_answer(scope, answer, self._store.clock.now().timestamp(),
+                                       user)
 
     def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
         """Which of `ids` the conversation already holds (indexed queries; an unknown
@@ -514,7 +519,7 @@ class ConversationLog(CatalogQueries):
         deleted); returns them. `dry_run` only lists them."""
         if not idle_days > 0:
             raise InvalidInput("must be a positive number of days", field="idle_days")
-        cutoff = datetime.now(UTC) - timedelta(days=idle_days)
+        cutoff = self._store.clock.now() - timedelta(days=idle_days)
         idle = self.analytics.sessions(idle_before=cutoff)
         if not dry_run:
             for row in idle:

@@ -185,6 +185,8 @@ class ResumeRun:
                  exclude: frozenset[str]):
         self.builder = builder
         self.writer = builder.writer
+        self.clock = builder.writer.store.clock
+        """Times each tier (`elapsed`): the store's clock (convlog.domain.clock)."""
         self.key = key
         self.budget = budget
         self.format = fmt

@@ -15,7 +15,7 @@ summary's text. The seed's statuses, with their meaning:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 import msgspec
 
@@ -82,7 +82,7 @@ def summarize(store: ConversationStore, analytics: Analytics, state: Conversatio
             latest = found.event.text
     return ConversationSummary(
         key=state.key, user=state.user, workspace=state.workspace, title=state.title,
-        status=status_of(state, datetime.now(UTC), check_paused_after(paused_after)),
+        status=status_of(state, store.clock.now(), check_paused_after(paused_after)),
         created_at=state.created_at, last_active_at=state.last_active_at,
         message_count=state.message_count - state.records,  # records are no messages
         content_tokens=row.content_tokens if row else 0,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import inspect
-import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,13 +50,10 @@ Step = _Blocking | _CallTier | _Build
 Plan = Generator[Step, Any, ResumeOutcome]
 
 
-clock: Callable[[], float] = time.perf_counter
-"""What a tier's latency is measured with (seconds; only differences count). A test
-swaps in a clock its tiers move, so a recorded latency can be checked exactly."""
-
-
-def _ms(started: float) -> float:
-    return (clock() - started) * 1000
+def _ms(run: ResumeRun, started: float) -> float:
+    """Milliseconds since `started` on the run's clock (the log's: a test gives one its
+    tiers move, so a recorded latency can be checked exactly)."""
+    return (run.clock.elapsed() - started) * 1000
 
 
 def _plan(run: ResumeRun, tiers: Sequence[Tier],
@@ -68,13 +64,13 @@ def _plan(run: ResumeRun, tiers: Sequence[Tier],
         call = yield _Blocking(run.start, (tier,))
         if call is None:
             continue
-        started = clock()
+        started = run.clock.elapsed()
         try:
             result = yield _CallTier(tier, call)
         except Exception as exc:
-            yield _Blocking(run.failed, (tier, exc, _ms(started)))
+            yield _Blocking(run.failed, (tier, exc, _ms(run, started)))
             continue
-        latency = _ms(started)
+        latency = _ms(run, started)
         if result is False:
             yield _Blocking(run.failed, (tier, TierFailed("error", "the tier reported failure"),
                                          latency))

@@ -19,7 +19,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
@@ -35,6 +34,7 @@ from eventsourcing.persistence import (
 
 from convlog.crypto import cipher
 from convlog.crypto.keyring import Keyring
+from convlog.domain.clock import SYSTEM_CLOCK, Clock
 from convlog.domain.conversation import Command, Conversation, decide_and_evolve, evolve
 from convlog.domain.events import ConversationStarted, Event, MessageAppended, Recorded
 from convlog.storage.errors import (
@@ -148,12 +148,15 @@ class ConversationStore(Application[UUID]):
     CACHE_SIZE = 1000
 
     def __init__(self, env: dict[str, str] | None = None, *, master_key: bytes | None = None,
-                 where: str = "the event store", public_only: bool = False) -> None:
+                 where: str = "the event store", public_only: bool = False,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         """`master_key`: the store's master key (convlog.crypto.keys), needed when the
         store is encrypted, and making a new store encrypted; `where` names the
-        store in key errors. A key problem raises before anything is written."""
+        store in key errors. A key problem raises before anything is written.
+        `clock`: what stamps every event saved here (convlog.domain.clock)."""
         super().__init__(env)
         self.where = where
+        self.clock = clock
         # Both keyed by the stream id's integer: a UUID hashes in Python (`UUID.__hash__`),
         # and an append looked these up six times (issue 30).
         self._cache: OrderedDict[int, Conversation] = OrderedDict()
@@ -468,7 +471,7 @@ class ConversationStore(Application[UUID]):
             conflicted = False
             with slot:
                 state = self._state(conversation, key, False)
-                now = datetime.now(UTC)
+                now = self.clock.now()
                 events, after = decide_and_evolve(state, commands(state, fresh), now, origins)
                 if events:
                     try:

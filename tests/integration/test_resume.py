@@ -21,8 +21,8 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SummaryRecorded,
 )
-from convlog.services import tiers
 from convlog.services.resume import MAX_ERROR_CHARS, classify
+from tests.clock import ManualClock
 
 RESUME_EVENTS = (ResumeAttempted, ResumeSucceeded, ResumeFailed, HistoryInjected)
 
@@ -182,39 +182,30 @@ def test_all_tiers_failing_is_an_outcome_not_a_crash(log: convlog.ConversationLo
     assert injections(conv) == []
 
 
-class FakeClock:
-    """The resume's clock (`convlog.services.tiers.clock`), moved only by the tiers."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def tier(self, strategy: str, takes: float, *, raises: BaseException | None = None
-             ) -> convlog.Tier:
-        def run(call: convlog.TierCall) -> None:
-            self.now += takes  # the tier "takes" this long, on the resume's own clock
-            if raises is not None:
-                raise raises
-        return convlog.Tier(strategy, run)
+def timed(clock: ManualClock, strategy: str, takes: float, *,
+          raises: BaseException | None = None) -> convlog.Tier:
+    """A tier that "takes" `takes` seconds on the log's clock."""
+    def run(call: convlog.TierCall) -> None:
+        clock.advance(takes)
+        if raises is not None:
+            raise raises
+    return convlog.Tier(strategy, run)
 
 
-def test_latency_is_recorded_in_milliseconds(log: convlog.ConversationLog,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = FakeClock()
-    monkeypatch.setattr(tiers, "clock", clock)
+def test_latency_is_recorded_in_milliseconds(clocked_log: convlog.ConversationLog,
+                                             clock: ManualClock) -> None:
+    log = clocked_log
     conv = log.conversation("c")
     conv.bind_native_session("n")
-    outcome = conv.resume([clock.tier("session/resume", 0.03, raises=ConnectionError()),
-                           clock.tier("session/load", 0.05)])
+    outcome = conv.resume([timed(clock, "session/resume", 0.03, raises=ConnectionError()),
+                           timed(clock, "session/load", 0.05)])
     events = [r.event for r in conv.events()
               if isinstance(r.event, ResumeFailed | ResumeSucceeded)]
     assert [e.latency_ms for e in events] == [a.latency_ms for a in outcome.attempts]
     assert [e.latency_ms for e in events] == [30.0, 50.0]  # ms, to the microsecond
     quick = log.conversation("q")
     quick.bind_native_session("n")
-    [attempt] = quick.resume([clock.tier("session/resume", 0.000_25)]).attempts
+    [attempt] = quick.resume([timed(clock, "session/resume", 0.000_25)]).attempts
     assert attempt.latency_ms == 0.25  # a quick tier's latency is not rounded away
 
 

@@ -20,6 +20,7 @@ from eventsourcing.tests.persistence import TrackingRecorderTestCase
 import convlog
 from convlog.projections.catalog import CATALOG
 from convlog.views.duckdb import ViewStore
+from tests.clock import ManualClock
 
 
 class TestDuckDBTracking(TrackingRecorderTestCase):
@@ -133,13 +134,14 @@ def convlog_date(days: int) -> date:
     return (datetime.now(UTC) + timedelta(days=days)).date()
 
 
-def test_expire_archives_idle_conversations_only(log: convlog.ConversationLog) -> None:
+def test_expire_archives_idle_conversations_only(clocked_log: convlog.ConversationLog,
+                                                 clock: ManualClock) -> None:
+    """Time passes on the log's clock (convlog.LogOptions.clock), not by sleeping."""
+    log = clocked_log
     log.conversation("idle")
     log.conversation("busy")
-    time.sleep(3.0)
-    # 1.5 s: "idle" is past it, "busy" (touched just before each call) is not, with
-    # 1.5 s to spare for a loaded machine (a catch-up of the views runs in between)
-    cutoff_days = 1.5 / 86400
+    clock.advance(2 * 86400)
+    cutoff_days = 1.0  # "idle" is two days past it, "busy" (touched now) is not
     log.append("busy", convlog.user("still here"))
     listed = [r.key for r in log.expire(idle_days=cutoff_days, dry_run=True)]
     assert listed == ["idle"]
