@@ -31,6 +31,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from convlog.acp.catalog import current_model
+from convlog.acp.checks import check
 from convlog.acp.sessions import Session, key_of
 from convlog.acp.turns import window_of
 from convlog.domain.conversation import RecordFact
@@ -62,9 +63,7 @@ async def record(proxy: Proxy, key: str, event: Fact) -> None:
 
 
 async def close_session(proxy: Proxy, params: Any) -> Any:
-    from convlog.acp.proxy import _check
-
-    _check("CloseSessionRequest", params)
+    check("CloseSessionRequest", params)
     session_id = params["sessionId"]
     session = proxy.sessions.by_id.get(session_id)
     if session is None and not await proxy.log.exists(key_of(session_id)):
@@ -82,9 +81,7 @@ async def close_session(proxy: Proxy, params: Any) -> Any:
 
 
 async def delete_session(proxy: Proxy, params: Any) -> Any:
-    from convlog.acp.proxy import _check
-
-    _check("DeleteSessionRequest", params)
+    check("DeleteSessionRequest", params)
     session_id = params["sessionId"]
     key = key_of(session_id)
     if not await proxy.log.exists(key):
@@ -107,9 +104,7 @@ async def delete_session(proxy: Proxy, params: Any) -> Any:
 
 
 async def fork_session(proxy: Proxy, params: Any) -> Any:
-    from convlog.acp.proxy import _check
-
-    _check("ForkSessionRequest", params)
+    check("ForkSessionRequest", params)
     parent_id = params["sessionId"]
     parent_key = key_of(parent_id)
     if not await proxy.log.exists(parent_key):

@@ -35,6 +35,7 @@ from convlog.acp.catalog import (
     list_page,
     negotiated,
 )
+from convlog.acp.checks import check, check_prompt, check_session_id
 from convlog.acp.downstream import DEFAULT_INIT_TIMEOUT, AgentExited, Downstream
 from convlog.acp.preamble import DEFAULT_MODE, fingerprint, forwarded, sent, split
 from convlog.acp.queue import TurnQueue
@@ -45,56 +46,6 @@ from convlog.acp.turns import Turn
 from convlog.acp.wire import DEFAULT_MAX_FRAME
 
 log = logging.getLogger("convlog.acp")
-
-
-def _invalid(exc: Exception) -> Exception:
-    """A pydantic ValidationError as the JSON-RPC error naming the bad fields."""
-    from acp import RequestError
-
-    errors = [{"field": ".".join(str(p) for p in e.get("loc", ())), "error": e.get("msg")}
-              for e in getattr(exc, "errors", list)()]
-    return RequestError.invalid_params({"errors": errors})
-
-
-def _check(model_name: str, params: Any) -> None:
-    import acp.schema
-    from pydantic import ValidationError
-
-    try:
-        getattr(acp.schema, model_name).model_validate(params)
-    except ValidationError as exc:
-        raise _invalid(exc) from None
-
-
-def _check_prompt(params: Any) -> None:
-    """Only what the proxy relies on: a content block type it does not know (a newer
-    protocol's) passes through to the agent, which decides."""
-    from acp import RequestError
-
-    errors = []
-    if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
-        errors.append({"field": "sessionId", "error": "must be a string"})
-    prompt = params.get("prompt") if isinstance(params, dict) else None
-    if not isinstance(prompt, list) or not all(isinstance(b, dict) for b in prompt):
-        errors.append({"field": "prompt", "error": "must be a list of content blocks"})
-    if errors:
-        raise RequestError.invalid_params({"errors": errors})
-
-
-def _check_session_id(session_id: str) -> None:
-    """An id whose conversation key the log would refuse (a NUL, over the key length)
-    names no session that can exist: invalid params, not an internal error."""
-    from acp import RequestError
-
-    from convlog.domain.conversation import check_key
-    from convlog.domain.errors import InvalidInput
-
-    try:
-        check_key(key_of(session_id))
-    except InvalidInput as exc:
-        raise RequestError.invalid_params(
-            {"errors": [{"field": "sessionId", "error": exc.reason.replace(
-                "conversation key", "session id (as a conversation key)")}]}) from None
 
 
 def _with_session(params: Any, session_id: str) -> Any:
@@ -160,7 +111,7 @@ class Proxy:
         await self.agent.notify(method, params)
 
     async def initialize(self, params: Any) -> Any:
-        _check("InitializeRequest", params)
+        check("InitializeRequest", params)
         params = negotiated(params)
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else {}
@@ -178,7 +129,7 @@ class Proxy:
         return advertise(result)
 
     async def new_session(self, params: Any) -> Any:
-        _check("NewSessionRequest", params)
+        check("NewSessionRequest", params)
         result = await self._ask("session/new", params)
         native = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(native, str) or not native:
@@ -203,7 +154,7 @@ class Proxy:
         return {k: v for k, v in {**meta, **extra}.items() if v is not None}
 
     async def load_session(self, params: Any) -> Any:
-        _check("LoadSessionRequest", params)
+        check("LoadSessionRequest", params)
         session, answer = await self._reattach(params)
         events = [r.event for r in await self.log.events(session.key)]
         for update in replay_updates(events):
@@ -212,7 +163,7 @@ class Proxy:
         return answer
 
     async def resume_session(self, params: Any) -> Any:
-        _check("ResumeSessionRequest", params)
+        check("ResumeSessionRequest", params)
         _, answer = await self._reattach(params)
         return answer
 
@@ -223,7 +174,7 @@ class Proxy:
         session_id = params["sessionId"]
         session = self.sessions.by_id.get(session_id)
         if session is None:
-            _check_session_id(session_id)
+            check_session_id(session_id)
             if not await self.log.exists(key_of(session_id)):
                 raise RequestError(-32002, "Resource not found",
                                    {"sessionId": session_id, "details": "no such session"})
@@ -248,14 +199,14 @@ class Proxy:
         return await lifecycle.fork_session(self, params)
 
     async def list_sessions(self, params: Any) -> Any:
-        _check("ListSessionsRequest", params)
+        check("ListSessionsRequest", params)
         return await list_page(self.log, self.agent_name, params)
 
     async def prompt(self, params: Any) -> Any:
         """One prompt turn. ACP allows one turn at a time per session; a host that
         sends a second prompt before the first is answered gets it run after the
         first, in the order they came, each recorded as its own turn (issue 43)."""
-        _check_prompt(params)
+        check_prompt(params)
         async with self._one_turn.at_a_time(params["sessionId"]):
             return await self._prompt(params)
 
