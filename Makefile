@@ -46,7 +46,9 @@ docs: $(STAMP)  ## the reference site (MkDocs Material) into site/, strict: any 
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # pytest exits 5 when it collects no test: that is a failure here, never a pass.
-test: $(STAMP)  ## the whole suite
+# `make lint` runs first: ruff and mypy --strict fail in seconds, where the suite takes
+# minutes, and CI (.ci/run: `make test`) enforces them with it.
+test: $(STAMP) lint  ## ruff + mypy --strict, then the whole suite
 	@$(PYTEST) $(XDIST) tests; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; \
 	exit $$status

@@ -17,8 +17,11 @@ from convlog.domain.content import (
 from convlog.domain.events import (
     AgentSessionClosed,
     ContextWindowReported,
+    ConversationArchived,
     ConversationCleared,
     ConversationDeleted,
+    ConversationReactivated,
+    ConversationStarted,
     Event,
     HistoryInjected,
     MemoryInjected,
@@ -30,9 +33,6 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
-    SessionArchived,
-    SessionReactivated,
-    SessionStarted,
     SummaryRecorded,
     TitleChanged,
     UserForgotten,
@@ -43,7 +43,7 @@ AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
 def samples() -> list[Event]:
     return [
-        SessionStarted(at=AT, key="discord:thread:42", channel="discord", user="u1",
+        ConversationStarted(at=AT, key="discord:thread:42", channel="discord", user="u1",
                        agent="copilot", title="Auth design", workspace="acme/api",
                        metadata={"guild": "7", "nsfw": False}),
         MessageAppended(
@@ -76,8 +76,8 @@ def samples() -> list[Event]:
         MemoryInjected(at=AT, block_id="blk-3", memory_ids=["mem-1", "mem-7"],
                        text="[Context from memory]\nThe user prefers JWT.", turn=12,
                        native_session_id="sess-10"),
-        SessionArchived(at=AT, reason="idle 30 days"),
-        SessionReactivated(at=AT),
+        ConversationArchived(at=AT, reason="idle 30 days"),
+        ConversationReactivated(at=AT),
         ConversationCleared(at=AT, reason="user typed /clear"),
         UserForgotten(at=AT, user="u1", requested_by="dpo@example.com"),
         MessageRetracted(at=AT, message_id="m-17", reason="pop_item"),

@@ -46,7 +46,7 @@ def test_the_client_mirrors_the_handle(client: convlog.Client) -> None:
     assert conv.messages()[1].tool_calls[0].name == "search"
     assert conv.messages()[1].usage == convlog.Usage(input_tokens=812, output_tokens=9)
     info = conv.info()
-    assert isinstance(info, convlog.SessionInfo) and info.message_count == 3
+    assert isinstance(info, convlog.ConversationInfo) and info.message_count == 3
     context = conv.context(budget=convlog.Budget(tokens=2_000), format="markdown")
     assert isinstance(context, convlog.Context) and "rotating keys" in context.text
     assert [line.role for line in conv.transcript()][:2] == ["user", "assistant"]

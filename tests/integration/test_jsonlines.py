@@ -38,7 +38,7 @@ from convlog.domain.conversation import (
     Clear,
     Reactivate,
     RecordFact,
-    StartSession,
+    StartConversation,
 )
 from convlog.domain.errors import InvalidInput, SystemMessageRejected
 from convlog.domain.events import (
@@ -98,13 +98,13 @@ def test_session_started_maps_every_field():
     command = only(jl({"type": "session_started", "user": "u1", "agent": "claude",
                        "channel": "discord", "title": "Auth", "workspace": "/srv/w",
                        "metadata": {"guild": 7, "tags": ["a"]}}))
-    assert command == StartSession(user="u1", agent="claude", channel="discord",
+    assert command == StartConversation(user="u1", agent="claude", channel="discord",
                                    title="Auth", workspace="/srv/w",
                                    metadata={"guild": 7, "tags": ["a"]})
 
 
 def test_session_started_fields_are_all_optional():
-    assert only(jl({"type": "session_started"})) == StartSession()
+    assert only(jl({"type": "session_started"})) == StartConversation()
 
 
 def test_message_with_text_content_and_every_scalar_field():

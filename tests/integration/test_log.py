@@ -7,7 +7,7 @@ from datetime import UTC, timedelta
 import pytest
 
 import convlog
-from convlog.domain.events import MessageAppended, SessionStarted
+from convlog.domain.events import ConversationStarted, MessageAppended
 
 
 def test_a_turn_is_recorded_and_read_back(log: convlog.ConversationLog) -> None:
@@ -55,12 +55,13 @@ def test_a_turn_with_one_bad_message_writes_nothing(log: convlog.ConversationLog
 def test_starting_again_records_nothing(log: convlog.ConversationLog) -> None:
     log.conversation("k", user="u1")
     log.conversation("k", user="u1")
-    assert [type(r.event) for r in log.events("k")] == [SessionStarted]
+    assert [type(r.event) for r in log.events("k")] == [ConversationStarted]
 
 
 def test_the_first_message_of_an_unknown_key_starts_it(log: convlog.ConversationLog) -> None:
     log.append("auto:start", convlog.user("hi"))
-    assert [type(r.event) for r in log.events("auto:start")] == [SessionStarted, MessageAppended]
+    assert [type(r.event) for r in log.events("auto:start")] == [ConversationStarted,
+                                                                  MessageAppended]
 
 
 def test_unknown_keys_raise_on_reads(log: convlog.ConversationLog) -> None:

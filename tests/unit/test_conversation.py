@@ -17,7 +17,7 @@ from convlog.domain.conversation import (
     Conversation,
     RecordFact,
     RequireUser,
-    StartSession,
+    StartConversation,
     conversation_id,
     decide,
     decide_and_evolve,
@@ -25,13 +25,13 @@ from convlog.domain.conversation import (
 )
 from convlog.domain.errors import InvalidInput, SystemMessageRejected, UnknownConversation
 from convlog.domain.events import (
+    ConversationArchived,
+    ConversationReactivated,
+    ConversationStarted,
     HistoryInjected,
     MessageAppended,
     NativeSessionBound,
     ResumeFailed,
-    SessionArchived,
-    SessionReactivated,
-    SessionStarted,
 )
 from tests.folds import decide_all, fold
 
@@ -39,7 +39,7 @@ NOW = datetime(2026, 5, 1, tzinfo=UTC)
 
 
 def started(key: str = "k") -> Conversation:
-    return fold(key, decide(Conversation(key=key), StartSession(user="u1"), NOW))
+    return fold(key, decide(Conversation(key=key), StartConversation(user="u1"), NOW))
 
 
 def test_conversation_ids_are_deterministic_and_distinct() -> None:
@@ -57,16 +57,16 @@ def test_bad_keys_are_rejected(key: object) -> None:
 def test_start_is_idempotent() -> None:
     state = started()
     assert state.started and state.user == "u1" and state.version == 1
-    assert decide(state, StartSession(user="u1"), NOW) == []
-    assert decide(state, StartSession(), NOW) == []
+    assert decide(state, StartConversation(user="u1"), NOW) == []
+    assert decide(state, StartConversation(), NOW) == []
     # another user cannot apply (issue 25): dropping it would misfile their text
     with pytest.raises(convlog.InvalidInput, match="started as user 'u1'"):
-        decide(state, StartSession(user="someone else"), NOW)
+        decide(state, StartConversation(user="someone else"), NOW)
 
 
 def test_first_message_starts_an_unstarted_conversation() -> None:
     events = decide(Conversation(key="k"), AppendMessages(messages=[convlog.user("hi")]), NOW)
-    assert [type(e) for e in events] == [SessionStarted, MessageAppended]
+    assert [type(e) for e in events] == [ConversationStarted, MessageAppended]
 
 
 def test_known_ids_are_skipped_and_a_fully_known_turn_records_nothing() -> None:
@@ -105,10 +105,10 @@ def test_duplicate_ids_in_a_batch_are_located_as_before_the_fast_paths() -> None
 
 
 def test_appending_to_an_archived_conversation_reactivates_it() -> None:
-    state = fold("k", [*decide_all(Conversation(key="k"), [StartSession(), Archive()], NOW)])
+    state = fold("k", [*decide_all(Conversation(key="k"), [StartConversation(), Archive()], NOW)])
     assert state.status == "archived"
     events = decide(state, AppendMessages(messages=[convlog.user("back")]), NOW)
-    assert isinstance(events[0], SessionReactivated)
+    assert isinstance(events[0], ConversationReactivated)
 
 
 @pytest.mark.parametrize("command", [Archive(), Clear()])
@@ -119,13 +119,13 @@ def test_lifecycle_commands_need_an_existing_conversation(command: object) -> No
 
 def test_archive_twice_records_once() -> None:
     events = decide_all(started(), [Archive(), Archive()], NOW)
-    assert [type(e) for e in events] == [SessionArchived]
+    assert [type(e) for e in events] == [ConversationArchived]
 
 
 def test_clear_starts_a_new_epoch_after_the_history() -> None:
     state = started()
     events = decide_all(state, [AppendMessages(messages=[convlog.user("x")]), Clear()], NOW)
-    after = fold("k", [*decide(Conversation(key="k"), StartSession(), NOW), *events])
+    after = fold("k", [*decide(Conversation(key="k"), StartConversation(), NOW), *events])
     assert after.epoch == 1 and after.epoch_start_version == 3 and after.message_count == 1
 
 
@@ -143,7 +143,7 @@ def test_decide_and_evolve_returns_the_folded_state_and_leaves_its_input_alone()
 
 
 def test_binding_the_same_native_session_again_records_nothing() -> None:
-    state = fold("k", [*decide(Conversation(key="k"), StartSession(), NOW),
+    state = fold("k", [*decide(Conversation(key="k"), StartConversation(), NOW),
                        NativeSessionBound(at=NOW, native_session_id="s1")])
     assert decide(state, BindNativeSession(native_session_id="s1"), NOW) == []
     assert len(decide(state, BindNativeSession(native_session_id="s2"), NOW)) == 1
@@ -212,7 +212,7 @@ def test_system_prompts_have_their_own_error() -> None:
 
 def test_lone_surrogates_in_session_fields_are_rejected() -> None:
     with pytest.raises(InvalidInput) as info:
-        decide(Conversation(key="k"), StartSession(metadata={"note": "\udcff"}), NOW)
+        decide(Conversation(key="k"), StartConversation(metadata={"note": "\udcff"}), NOW)
     assert info.value.field == "metadata.note"
     assert "not valid UTF-8" in info.value.reason
 
@@ -231,9 +231,9 @@ def test_the_owner_guard_refuses_another_user_as_an_unknown_conversation(
 def test_a_guarded_start_of_a_key_someone_else_started_writes_nothing() -> None:
     """u2 checked that "k" did not exist, but u1 started it meanwhile: u2's start is a
     no-op, and the guard after it refuses the whole batch."""
-    batch: list[Command] = [StartSession(user="u2"), RequireUser(user="u2"),
+    batch: list[Command] = [StartConversation(user="u2"), RequireUser(user="u2"),
                             AppendMessages(messages=[convlog.user("mine")])]
     with pytest.raises(UnknownConversation):
         decide_all(started(), batch, NOW)
     events = decide_all(Conversation(key="k"), batch, NOW)
-    assert [type(e) for e in events] == [SessionStarted, MessageAppended]
+    assert [type(e) for e in events] == [ConversationStarted, MessageAppended]

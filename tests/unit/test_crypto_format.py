@@ -139,12 +139,12 @@ def test_a_forgotten_payload_reads_as_a_marker() -> None:
 def test_the_client_name_stays_readable_and_the_rest_of_the_metadata_does_not() -> None:
     from datetime import UTC, datetime
 
-    from convlog.domain.events import SessionStarted
+    from convlog.domain.events import ConversationStarted
 
     wrapped = cipher.wrap(MASTER, DATA_KEY, store_id=STORE_ID, key_id=KEY_ID, user="u1")
     keyring = _keyring(wrapped)
     mapper = _mapper(keyring)
-    event = SessionStarted(at=datetime(2026, 1, 1, tzinfo=UTC), key="k", user="u1",
+    event = ConversationStarted(at=datetime(2026, 1, 1, tzinfo=UTC), key="k", user="u1",
                            title="private", metadata={"client": "zed", "ticket": "private"})
     stored = mapper.store(STREAM, 1, event, "u1")
     assert b'"metadata":{"client":"zed"}' in stored.state and b"private" not in stored.state

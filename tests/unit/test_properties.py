@@ -42,8 +42,11 @@ from convlog.domain.events import (
     REASON_CLASSES,
     AgentSessionClosed,
     ContextWindowReported,
+    ConversationArchived,
     ConversationCleared,
     ConversationDeleted,
+    ConversationReactivated,
+    ConversationStarted,
     Event,
     HistoryInjected,
     MemoryInjected,
@@ -55,9 +58,6 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
-    SessionArchived,
-    SessionReactivated,
-    SessionStarted,
     SummaryRecorded,
     TitleChanged,
     UserForgotten,
@@ -103,8 +103,8 @@ usage = st.builds(Usage, input_tokens=counts, output_tokens=counts,
                   cache_read_tokens=counts, cache_write_tokens=counts)
 
 EVENTS: dict[type[Event], st.SearchStrategy[Any]] = {
-    SessionStarted: st.builds(
-        SessionStarted, at=utc_times, key=ids, channel=optional(text), user=optional(text),
+    ConversationStarted: st.builds(
+        ConversationStarted, at=utc_times, key=ids, channel=optional(text), user=optional(text),
         agent=optional(text), title=optional(text), workspace=optional(text),
         metadata=st.dictionaries(text, json_values, max_size=4)),
     MessageAppended: st.builds(
@@ -141,8 +141,8 @@ EVENTS: dict[type[Event], st.SearchStrategy[Any]] = {
     MemoryInjected: st.builds(MemoryInjected, at=utc_times, block_id=ids,
                               memory_ids=st.lists(ids, max_size=4), text=text, turn=counts,
                               native_session_id=optional(ids)),
-    SessionArchived: st.builds(SessionArchived, at=utc_times, reason=optional(text)),
-    SessionReactivated: st.builds(SessionReactivated, at=utc_times),
+    ConversationArchived: st.builds(ConversationArchived, at=utc_times, reason=optional(text)),
+    ConversationReactivated: st.builds(ConversationReactivated, at=utc_times),
     AgentSessionClosed: st.builds(AgentSessionClosed, at=utc_times,
                                   native_session_id=optional(ids)),
     ConversationDeleted: st.builds(ConversationDeleted, at=utc_times, reason=optional(text)),

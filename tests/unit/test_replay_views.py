@@ -13,6 +13,7 @@ import pytest
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
     ConversationCleared,
+    ConversationStarted,
     Event,
     HistoryInjected,
     MessageAppended,
@@ -22,7 +23,6 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
-    SessionStarted,
     SummaryRecorded,
     UserForgotten,
 )
@@ -38,7 +38,7 @@ class Log:
 
     def __init__(self) -> None:
         self.recorded: list[Recorded] = []
-        self.add(SessionStarted(at=T0, key="k"))
+        self.add(ConversationStarted(at=T0, key="k"))
 
     @property
     def at(self) -> datetime:
