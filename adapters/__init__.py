@@ -79,8 +79,8 @@ from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo
-from convlog.services.resume import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
-from convlog.services.resumption import ConversationPart, ResumptionContext
+from convlog.services.resume.resumption import ConversationPart, ResumptionContext
+from convlog.services.resume.run import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.services.summary import ConversationSummary
 from convlog.storage.errors import (
     ConcurrencyError,

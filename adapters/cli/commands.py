@@ -28,7 +28,7 @@ from convlog.projections.context import Budget
 from convlog.projections.money import LEGEND, usd_text
 from convlog.services.jsonlines import parse_lines
 from convlog.services.log import ConversationLog
-from convlog.services.resumption import span_budget
+from convlog.services.resume.resumption import span_budget
 from convlog.storage.urls import parse_url
 
 

@@ -22,7 +22,7 @@ from convlog.http.schema import MemoryIn, MemoryPolicyIn, MemoryState
 from convlog.projections.memory import check_cap
 from convlog.projections.resumption import SPAN_FORMATS
 from convlog.services.memory import as_block, cooldown
-from convlog.services.resumption import SPAN_MESSAGES, span_budget
+from convlog.services.resume.resumption import SPAN_MESSAGES, span_budget
 
 KEY = "/v1/conversations/{key}"
 

@@ -5,7 +5,7 @@ A host in another language cannot hand convlog its tier callables, so it reports
 a fresh (empty) agent session is what worked, asks for the `injection`: convlog
 builds the history to the budget, records exactly what it handed out
 (HistoryInjected), and hands it out at most once per native session, as
-`convlog.services.resume` does for Python hosts: the check runs inside the write, so
+`convlog.services.resume.run` does for Python hosts: the check runs inside the write, so
 of two servers asked at the same instant for the same native session only one answers
 with the history.
 Telemetry then reads the same events whichever way they came.

@@ -3,7 +3,8 @@
 Lives here: the log and its conversation handles (`log`, with its analytics half in
 `catalog` and the values it hands back in `results`; `handle`; `aio` for asyncio
 hosts; `options`, how a log is opened), the one writer every write goes through
-(`writer`), the tiered resume (`resume`; `tiers` runs it, blocking or as coroutines),
+(`writer`), resuming after a restart (`resume/`: its `__init__` maps where a resume
+is decided, recorded and served),
 the context builder (`context`), the message builders (`builders`) and the typed
 record input that every entry point decodes into (`jsonlines`: the CLI's `record`,
 and any other surface that takes a host's lines), and `anthropic_blocks`, the one

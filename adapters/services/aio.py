@@ -31,10 +31,10 @@ from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo
-from convlog.services.resume import ResumeOutcome, ResumeRun, Tier
-from convlog.services.resumption import ResumptionContext
+from convlog.services.resume.resumption import ResumptionContext
+from convlog.services.resume.run import ResumeOutcome, ResumeRun, Tier
+from convlog.services.resume.tiers import resume_async
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
-from convlog.services.tiers import resume_async
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
 

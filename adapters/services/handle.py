@@ -20,7 +20,7 @@ from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import Context, Summarizer
 from convlog.services.memory import MemoryBlock
-from convlog.services.resume import ResumeOutcome, Tier
+from convlog.services.resume.run import ResumeOutcome, Tier
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 if TYPE_CHECKING:

@@ -68,12 +68,12 @@ from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
 from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo, conversation_info
-from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, record_injection
-from convlog.services.resumption import ResumptionContext
-from convlog.services.resumption import build as build_resumption
+from convlog.services.resume.resumption import ResumptionContext
+from convlog.services.resume.resumption import build as build_resumption
+from convlog.services.resume.run import ResumeOutcome, ResumeRun, Tier, record_injection
+from convlog.services.resume.tiers import resume
 from convlog.services.shown_counts import shown_tokens
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary, summarize
-from convlog.services.tiers import resume
 from convlog.services.writer import Writer
 from convlog.storage.application import MESSAGE_TOPICS, ConversationStore
 from convlog.storage.errors import StorageError

@@ -21,7 +21,7 @@ from convlog.domain.events import (
     ResumeSucceeded,
     SummaryRecorded,
 )
-from convlog.services.resume import MAX_ERROR_CHARS, classify
+from convlog.services.resume.run import MAX_ERROR_CHARS, classify
 from tests.clock import ManualClock
 
 RESUME_EVENTS = (ResumeAttempted, ResumeSucceeded, ResumeFailed, HistoryInjected)

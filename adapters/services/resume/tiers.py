@@ -20,7 +20,7 @@ from typing import Any
 
 from convlog.domain.errors import InvalidInput
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
-from convlog.services.resume import ResumeOutcome, ResumeRun, Tier, TierCall, TierFailed
+from convlog.services.resume.run import ResumeOutcome, ResumeRun, Tier, TierCall, TierFailed
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ codes -32601 -> unsupported, -32002 -> not_found), and otherwise ``error``. A ti
 never crashes the host: every failure becomes a recorded outcome.
 
 This module holds the tiers' types and the bookkeeping of one resume (`ResumeRun`);
-convlog.services.tiers runs them, blocking or as coroutines, with one plan.
+convlog.services.resume.tiers runs them, blocking or as coroutines, with one plan.
 """
 
 from __future__ import annotations
