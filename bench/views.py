@@ -36,13 +36,13 @@ file next to them (``convlog.duckdb``):
       Shown as a latency, not scored against the 100k events/s target: a catch-up
       of 10k events onto a large store is bound by fixed costs (opening the file,
       joins with the whole catalog, the commit), not by a per-event rate.
-   c. ``log.sessions(user="u42")`` (opens the DuckDB file, checks the catch-up, runs
+   c. ``log.conversations(user="u42")`` (opens the DuckDB file, checks the catch-up, runs
       the query, converts rows): p50/p95 of repeated calls. Broken down: opening the
       file alone, the catch-up check alone, ``log.sessions`` on an already open
       connection, and the catalog SQL alone (``views.query`` on the open connection).
    d. ``log.costs(by="model")`` (full path).
    e. read-your-writes: append a turn (2 messages) to an existing conversation, then
-      ``log.sessions(user="u42")``, which catches up first: p50/p95, with the views
+      ``log.conversations(user="u42")``, which catches up first: p50/p95, with the views
       file still open and after 1.2 s idle (the file closed, reopened by the call).
 2. Telemetry store. M conversations with 50 resume attempts each: every attempt is a
    resume_attempted plus its outcome (resume_succeeded / resume_failed with a reason
@@ -573,10 +573,10 @@ def catalog_queries(log: convlog.ConversationLog, cfg: Config) -> list[Timing]:
     views = log.analytics.views
     user = cfg.user
     runs = cfg.query_runs
-    out = [timed(f'log.sessions(user="{user}")', lambda: log.sessions(user=user), runs, 2,
+    out = [timed(f'log.sessions(user="{user}")', lambda: log.conversations(user=user), runs, 2,
                  budget_s=20)]
     with mock.patch.object(views, "query", wraps=views.query) as spy:
-        log.sessions(user=user)
+        log.conversations(user=user)
         sql, params = spy.call_args.args[0], list(spy.call_args.args[1])
 
     def open_only() -> None:
@@ -588,7 +588,7 @@ def catalog_queries(log: convlog.ConversationLog, cfg: Config) -> list[Timing]:
         out.append(timed("catch-up check (open connection)",
                          lambda: log.refresh_views(progress=False), runs))
         out.append(timed(f'log.sessions(user="{user}") (open connection)',
-                         lambda: log.sessions(user=user), runs))
+                         lambda: log.conversations(user=user), runs))
         out.append(timed("catalog SQL alone (open connection)",
                          lambda: views.query(sql, params)[1], runs))
     for by in ("model", "user"):
@@ -621,7 +621,7 @@ def read_your_writes(log: convlog.ConversationLog, cfg: Config) -> list[Timing]:
                 time.sleep(idle)
             gc.collect()
             start = time.perf_counter_ns()
-            log.sessions(user=user)
+            log.conversations(user=user)
             samples.append(time.perf_counter_ns() - start)
         out.append(Timing(f'append a turn, then log.sessions(user="{user}"): {label}',
                           samples, {}))
@@ -760,7 +760,7 @@ def run(cfg: Config) -> None:
               flush=True)
         incremental, _ = incremental_catch_ups(log, cfg, content)
         print("  catalog and cost queries...", flush=True)
-        sessions_count = len(log.sessions(user=cfg.user))
+        sessions_count = len(log.conversations(user=cfg.user))
         queries = catalog_queries(log, cfg)
         store_events = log.store.index.max_notification_id() or 0
         duckdb_mb = disk_mb(path.with_suffix(".duckdb"))
@@ -804,7 +804,7 @@ def run(cfg: Config) -> None:
             Row("peak resident memory of a catalog rebuild (new process)",
                 f"{rebuild_mib:,.0f} MiB", "", "")]
     for q in queries:
-        headline = q.name == f'log.sessions(user="{cfg.user}")'
+        headline = q.name == f'log.conversations(user="{cfg.user}")'
         rows.append(latency_row(q, CATALOG_TARGET_MS if headline else None))
     for q in tqueries:
         target = TELEMETRY_TARGET_MS if "open connection" not in q.name else None
@@ -867,7 +867,7 @@ def profile(cfg: Config, workload: str, top: int) -> None:
             log.refresh_views(progress=False)
         call: Callable[[], Any] = {
             "catchup": lambda: log.rebuild_views(progress=False),
-            "sessions": lambda: [log.sessions(user=cfg.user) for _ in range(cfg.query_runs)],
+            "sessions": lambda: [log.conversations(user=cfg.user) for _ in range(cfg.query_runs)],
             "telemetry": lambda: [log.telemetry(by=by) for by in TELEMETRY_GROUPS],
         }[workload]
         profiler = cProfile.Profile()

@@ -8,9 +8,14 @@ Stored formats never depend on these names (events are stored under their tags).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class ConvlogDeprecationWarning(DeprecationWarning):
@@ -40,3 +45,28 @@ def renamed(module: str, names: Mapping[str, str], namespace: Mapping[str, Any]
         return namespace[new]
 
     return __getattr__
+
+
+def old_method(new: Callable[P, R], old: str, owner: str) -> Callable[P, R]:
+    """The old name of the method `new` of class `owner`: the same method (signature,
+    coroutine or not), warning on each call. ``sessions = old_method(conversations,
+    "sessions", "ConversationLog")`` in the class body."""
+    what = "the same operation under its clearer name"
+    if inspect.iscoroutinefunction(new):
+        @functools.wraps(new)
+        async def old_coroutine(*args: Any, **kwargs: Any) -> Any:
+            warn_renamed(f"{owner}.{old}()", f"{new.__name__}()", what)
+            return await new(*args, **kwargs)
+
+        alias: Any = old_coroutine
+    else:
+        @functools.wraps(new)
+        def old_function(*args: Any, **kwargs: Any) -> Any:
+            warn_renamed(f"{owner}.{old}()", f"{new.__name__}()", what)
+            return new(*args, **kwargs)
+
+        alias = old_function
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated: `{new.__name__}`, the same operation under its clearer name."
+    return alias  # type: ignore[no-any-return]
+

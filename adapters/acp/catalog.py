@@ -29,7 +29,7 @@ async def list_page(log: convlog.AsyncConversationLog, agent: str | None,
     start = 0 if cursor is None else whole_number(cursor) if isinstance(cursor, str) else None
     if start is None:
         raise RequestError.invalid_params({"field": "cursor", "error": "unknown cursor"})
-    rows = [r for r in await log.sessions(agent=agent)
+    rows = [r for r in await log.conversations(agent=agent)
             if r.key.startswith(KEY_PREFIX) and r.status != "deleted"
             and (cwd is None or r.workspace == cwd)]
     answer: dict[str, Any] = {"sessions": [{

@@ -98,7 +98,7 @@ def conversation_keys(prefix: str, parsed_args: argparse.Namespace, **_: object
         with ConversationLog.with_options(getattr(parsed_args, "db", None),
                                           LogOptions(create=False),
                                           master_key="public") as log:
-            rows = log.sessions(include_archived=True)
+            rows = log.conversations(include_archived=True)
     except Exception:  # completion never fails the shell
         return []
     return sorted(r.key for r in rows if r.key.startswith(prefix))

@@ -67,7 +67,7 @@ def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_sessions(log: ConversationLog, args: argparse.Namespace) -> None:
-    rows = log.sessions(include_archived=args.all, user=args.user, agent=args.agent,
+    rows = log.conversations(include_archived=args.all, user=args.user, agent=args.agent,
                         limit=args.limit)
     if args.json:
         print_json(rows)

@@ -1,7 +1,7 @@
 """What the report's index page shows, as plain JSON-ready data.
 
 Everything comes from the log's read models through the public API: the catalog
-(`log.sessions`), costs (`log.costs`), telemetry (`log.telemetry`) and, for the
+(`log.conversations`), costs (`log.costs`), telemetry (`log.telemetry`) and, for the
 series over time and the list of memory-lost resumes, SQL over the documented views
 (`resume_attempts`, `resumes`). The page's script draws the charts and runs the
 filters from this data.
@@ -28,7 +28,7 @@ def catalog(log: convlog.ConversationLog, link: Callable[[str], str]) -> list[di
         + row.cache_write_tokens, "cost": row.cost_usd, "cost_incomplete": row.cost_incomplete,
         "cost_text": usd_text(row.cost_usd, row.cost_incomplete),
         "last_active": _iso(row.last_active_at), "created": _iso(row.created_at),
-    } for row in log.sessions(include_archived=True)]
+    } for row in log.conversations(include_archived=True)]
 
 
 def success_over_time(log: convlog.ConversationLog) -> dict[str, Any]:

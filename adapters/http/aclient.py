@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import convlog
 from convlog.domain.events import MessageAppended
+from convlog.domain.renamed import old_method
 from convlog.http import wire
 from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
 from convlog.projections.context import Budget
@@ -68,10 +69,12 @@ class AsyncClient:
         await conversation.info()
         return conversation
 
-    async def sessions(self, *, user: str | None = None, agent: str | None = None,
-                       include_archived: bool = False, limit: int | None = None
-                       ) -> list[convlog.CatalogRow]:
+    async def conversations(self, *, user: str | None = None, agent: str | None = None,
+                            include_archived: bool = False, limit: int | None = None
+                            ) -> list[convlog.CatalogRow]:
         return await self.send(wire.sessions(user, agent, include_archived, limit))
+
+    sessions = old_method(conversations, "sessions", "AsyncClient")
 
     async def resumption_context(self, *, user: str | None = None,
                            workspace: str | None = None, conversations: int = 3,

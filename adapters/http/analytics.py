@@ -33,7 +33,7 @@ async def catalog(call: Call) -> list[convlog.CatalogRow]:
             raise ProblemError(403, "forbidden", "a user token lists its own conversations "
                                "only", field="user")
         user = call.principal.user
-    return await call.run(call.log.sessions, user=user, agent=call.q_str("agent"),
+    return await call.run(call.log.conversations, user=user, agent=call.q_str("agent"),
                           include_archived=call.q_bool("include_archived"),
                           limit=call.q_int("limit"))
 

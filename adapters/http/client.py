@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import convlog
 from convlog.domain.events import MessageAppended
+from convlog.domain.renamed import old_method
 from convlog.http import wire
 from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
 from convlog.http.wire import RemoteError
@@ -75,10 +76,12 @@ class Client:
         conversation.info()
         return conversation
 
-    def sessions(self, *, user: str | None = None, agent: str | None = None,
-                 include_archived: bool = False, limit: int | None = None
-                 ) -> list[convlog.CatalogRow]:
+    def conversations(self, *, user: str | None = None, agent: str | None = None,
+                      include_archived: bool = False, limit: int | None = None
+                      ) -> list[convlog.CatalogRow]:
         return self.send(wire.sessions(user, agent, include_archived, limit))
+
+    sessions = old_method(conversations, "sessions", "Client")
 
     def resumption_context(self, *, user: str | None = None,
                            workspace: str | None = None, conversations: int = 3,

@@ -17,6 +17,7 @@ from convlog.accounting.prices import ModelPrice
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
+from convlog.domain.renamed import old_method
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView
@@ -178,11 +179,13 @@ class AsyncConversationLog:
     async def diff(self, key: str, *, at: int | datetime | str | None = None) -> ViewDiff:
         return await asyncio.to_thread(self.sync.diff, key, at=at)
 
-    async def sessions(self, *, user: str | None = None, agent: str | None = None,
-                       include_archived: bool = False, limit: int | None = None
-                       ) -> list[CatalogRow]:
-        return await asyncio.to_thread(self.sync.sessions, user=user, agent=agent,
+    async def conversations(self, *, user: str | None = None, agent: str | None = None,
+                            include_archived: bool = False, limit: int | None = None
+                            ) -> list[CatalogRow]:
+        return await asyncio.to_thread(self.sync.conversations, user=user, agent=agent,
                                        include_archived=include_archived, limit=limit)
+
+    sessions = old_method(conversations, "sessions", "AsyncConversationLog")
 
     async def costs(self, *, by: str = "model", since: date | datetime | None = None
                     ) -> list[CostRow]:

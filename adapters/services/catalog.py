@@ -15,6 +15,7 @@ from typing import Any
 from convlog.accounting.prices import ModelPrice, PriceTable
 from convlog.domain.conversation import check_key, conversation_id
 from convlog.domain.errors import InvalidInput
+from convlog.domain.renamed import old_method
 from convlog.storage.application import ConversationStore
 from convlog.storage.errors import StorageUnavailable
 from convlog.storage.urls import StorageConfig
@@ -46,13 +47,15 @@ class CatalogQueries:
             self._analytics = Analytics(self._store, store, PriceTable(self._prices))
         return self._analytics
 
-    def sessions(self, *, user: str | None = None, agent: str | None = None,
-                 include_archived: bool = False, limit: int | None = None
-                 ) -> list[CatalogRow]:
-        """The session catalog: resumable (active) conversations, most recently active
-        first, with message, token and cost totals. Reads its own writes."""
+    def conversations(self, *, user: str | None = None, agent: str | None = None,
+                      include_archived: bool = False, limit: int | None = None
+                      ) -> list[CatalogRow]:
+        """The catalog: resumable (active) conversations, most recently active first,
+        with message, token and cost totals. Reads its own writes."""
         return self.analytics.sessions(user=user, agent=agent,
                                        include_archived=include_archived, limit=limit)
+
+    sessions = old_method(conversations, "sessions", "ConversationLog")
 
     def costs(self, *, by: str = "model", since: date | datetime | None = None
               ) -> list[CostRow]:

@@ -80,7 +80,7 @@ def test_forget_through_the_api(url: str, tmp_path: Path,
         last = log.events("a")[-1].event
         assert isinstance(last, UserForgotten)
         assert (last.user, last.requested_by) == ("alice", "dpo")
-        rows = {r.key: r for r in log.sessions()}
+        rows = {r.key: r for r in log.conversations()}
         assert rows["a"].forgotten and not rows["b"].forgotten
         with pytest.raises(convlog.ConversationForgotten):
             log.append("a", convlog.user("more"))

@@ -60,7 +60,7 @@ def test_forget_leaves_no_byte_of_the_user_in_any_file(tmp_path: Path,
         record_with_canaries(log, "b1", "bob")
         log.refresh_views()
         log.export_parquet(tmp_path / "before")
-        before = {r.key: r for r in log.sessions()}
+        before = {r.key: r for r in log.conversations()}
         costs_before = {r.group: r for r in log.costs(by="user")}
         wrapped = [r.wrapped for r in log.store.keys.key_rows()
                    if r.kind == "data" and r.user == "alice"]
@@ -76,7 +76,7 @@ def test_forget_leaves_no_byte_of_the_user_in_any_file(tmp_path: Path,
         assert (tmp_path / "c.db-wal").exists()
         assert found_in_files(tmp_path, [w for w in wrapped if w]) == []
 
-        after = {r.key: r for r in log.sessions()}
+        after = {r.key: r for r in log.conversations()}
         assert after["a1"].forgotten and after["a2"].forgotten and not after["b1"].forgotten
         for key in ("a1", "a2", "b1"):  # figures survive erasure
             for name in ("message_count", "content_tokens", "input_tokens", "output_tokens"):

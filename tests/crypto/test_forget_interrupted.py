@@ -80,7 +80,7 @@ def assert_never_half_true(log: convlog.ConversationLog, keys: list[str]) -> Non
     if any(any(r.values()) for r in shown):  # someone can read: then all can, unmarked
         assert all(all(r.values()) for r in shown), shown
         assert not any(marked), "marked forgotten while its content is readable"
-        assert not any(r.forgotten for r in log.sessions(user="alice", include_archived=True))
+        assert not any(r.forgotten for r in log.conversations(user="alice", include_archived=True))
     assert [m.content for m in log.messages("bob:0")] == ["bob's own text"]
 
 

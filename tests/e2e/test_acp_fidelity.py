@@ -148,7 +148,7 @@ def test_a_title_and_usage_sent_after_a_turn_are_replayed_as_they_came(
                          "content": {"type": "text", "text": "ok"}},
                         *coalesced(seen[seen.index(after[1]) + 1:])]
     with convlog.open(db) as log:
-        row = next(r for r in log.sessions() if r.key == f"acp:{session_id}")
+        row = next(r for r in log.conversations() if r.key == f"acp:{session_id}")
         assert row.title == "Named after the turn"
 
 

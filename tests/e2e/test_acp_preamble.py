@@ -92,7 +92,7 @@ def test_the_preamble_is_forwarded_first_recorded_as_such_never_as_dialogue_nor_
         users = [m.content for m in log.messages(key) if m.role == "user"]
         assert users == ["Remember the code word PELICAN", "Thanks, that is all.",
                          "What was the code word?", "And mine?"]
-        row = next(r for r in log.sessions() if r.key == key)
+        row = next(r for r in log.conversations() if r.key == key)
         assert "SYSTEM-PROMPT-MARKER" not in (row.title or "")
         # recorded as what it is, each time the agent got it: the agent's view shows it
         preambles = [e for e in log.view(key, "agent").entries if e.kind == "preamble"]

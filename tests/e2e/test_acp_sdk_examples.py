@@ -37,7 +37,7 @@ def test_the_sdk_example_client_through_the_proxy_to_the_sdk_example_agent(
     assert "| Agent: Client sent:" in done.stdout
     assert "| Agent: hello there" in done.stdout and "| Agent: second line" in done.stdout
     with convlog.open(db) as log:
-        (row,) = log.sessions()
+        (row,) = log.conversations()
         assert (row.agent, row.workspace) == ("example-agent", str(tmp_path))
         texts = [m.content for m in log.messages(row.key)]
         assert texts == ["hello there", "Client sent:hello there",

@@ -106,8 +106,8 @@ def test_close_delete_window_title_and_fork_are_served_and_recorded(tmp_path: Pa
                   if isinstance(r.event, MessageAppended)]
         assert before[-2].content == "and HERON"
         assert log.messages(fork)[0].content == "what were the code words?"
-        assert gone not in {r.key for r in log.sessions()}  # like an archived one
-        rows = {r.key: r for r in log.sessions(include_archived=True)}
+        assert gone not in {r.key for r in log.conversations()}  # like an archived one
+        rows = {r.key: r for r in log.conversations(include_archived=True)}
         assert rows[gone].status == "deleted" and rows[kept].title == "Code words"
 
 
@@ -143,6 +143,6 @@ def test_a_deleted_session_is_not_found_by_load_resume_or_prompt(tmp_path: Path)
 
     assert run(scenario()) == {"load": -32002, "resume": -32002, "prompt": -32002}
     with convlog.open(db) as log:
-        (row,) = log.sessions(include_archived=True)
+        (row,) = log.conversations(include_archived=True)
         assert row.status == "deleted"
         assert log.messages(row.key)[0].content == "bye"  # recorded, not erased

@@ -32,7 +32,7 @@ def policies(db: str) -> list[tuple[int, int]]:
 
 
 def _keys(log: convlog.ConversationLog) -> list[str]:
-    return [s.key for s in log.sessions()]
+    return [s.key for s in log.conversations()]
 
 
 def test_serve_flags_set_the_policy_and_the_memory_endpoint_reports_it(tmp_path: Path) -> None:

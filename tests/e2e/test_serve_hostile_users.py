@@ -87,7 +87,7 @@ def test_a_giant_trailer_is_refused_before_it_is_read_whole(tmp_path: Path) -> N
         assert_problem(*read_answer(sock), expected=431)
         assert httpx.get(url + "/health", timeout=10).status_code == 200
         with convlog.Client(url) as client:  # the turn was not recorded
-            assert [c.key for c in client.sessions()] == []
+            assert [c.key for c in client.conversations()] == []
 
 
 def test_too_many_trailer_lines_are_refused(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def test_many_conversations_concurrently_from_one_loop(sqlite_url: str) -> None:
         log = await convlog.open_async(sqlite_url)
         try:
             await asyncio.gather(*(one(log, n) for n in range(8)))
-            sessions = await log.sessions()
+            sessions = await log.conversations()
             assert len(sessions) == 8 and all(s.message_count == 10 for s in sessions)
         finally:
             await log.close()

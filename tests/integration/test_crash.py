@@ -282,7 +282,7 @@ def views_agree(log: convlog.ConversationLog, expected: dict[str, int], where: s
     _, rows = log.sql("SELECT count(*), count(DISTINCT (conversation_id, version)) "
                       "FROM messages")
     assert tuple(rows[0]) == (total, total), where
-    catalog = {r.key: r.message_count for r in log.sessions(include_archived=True)}
+    catalog = {r.key: r.message_count for r in log.conversations(include_archived=True)}
     assert {k: catalog.get(k, 0) for k in expected} == expected, where
     assert sum(catalog.values()) == total, where
 

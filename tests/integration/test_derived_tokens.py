@@ -173,7 +173,7 @@ def test_an_erasure_keeps_the_counts_it_could_not_make_afterwards(
                           convlog.assistant("an answer", model="gpt-4")])
         log.conversation("other", user="bob").append(convlog.user("bob's words"))
         log.forget(user="alice")
-        [row] = log.sessions(user="alice", include_archived=True)
+        [row] = log.conversations(user="alice", include_archived=True)
         assert row.forgotten
         from convlog.accounting.tokens import count_tokens
         assert row.content_tokens == (count_tokens(
@@ -249,7 +249,7 @@ _LOAD_WATCHED = textwrap.dedent("""
             return load(self, encoding)
 
         tokens._Encoders._load = watched
-        [row] = log.sessions()
+        [row] = log.conversations()
     print(json.dumps({"file_let_go": seen, "tokens": row.content_tokens}))
 """)
 

@@ -154,7 +154,7 @@ def test_a_full_store_loses_nothing_and_works_again_once_there_is_room(store: St
     # The views agree with the log, exactly.
     _, rows = log.sql("SELECT count(*) FROM messages")
     assert rows[0][0] == TURN * (written + 4)
-    (row,) = log.sessions()
+    (row,) = log.conversations()
     assert row.message_count == TURN * (written + 4)
 
 

@@ -53,7 +53,9 @@ def test_the_client_mirrors_the_handle(client: convlog.Client) -> None:
     assert isinstance(conv.timeline(until=2)[-1].event, MessageAppended)
     assert conv.archive("done").status == "archived"
     assert conv.reactivate().changed is True
-    assert [r.key for r in client.sessions(user="u1")] == ["discord:thread:42"]
+    assert [r.key for r in client.conversations(user="u1")] == ["discord:thread:42"]
+    with pytest.warns(DeprecationWarning, match=r"Client\.sessions\(\) is deprecated"):
+        assert client.sessions(user="u1") == client.conversations(user="u1")  # old name
     assert client.costs(by="model")[0].group in ("gpt-4o", None)
     assert client.sql("SELECT count(*) FROM messages") == (["count_star()"], [(3,)])
     assert client.get("discord:thread:42").key == "discord:thread:42"
@@ -95,7 +97,7 @@ def test_errors_come_back_typed(client: convlog.Client) -> None:
     assert caught.value.field == "format"
     with convlog.Client(client.http.base_url.__str__(), token="nobody-0123456789abc") as bad, \
             pytest.raises(RemoteError) as denied:
-        bad.sessions()
+        bad.conversations()
     assert denied.value.status == 401 and denied.value.field == "Authorization"
 
 
@@ -162,7 +164,10 @@ def test_the_async_client_is_the_same_api_as_coroutines(tmp_path: Path) -> None:
             assert [m.message_id for m in await conv.messages(last=1)] == ["a"]
             assert "hello" in (await conv.context()).text
             assert (await conv.archive()).status == "archived"
-            assert [r.key for r in await client.sessions(include_archived=True)] == ["async:1"]
+            listed = await client.conversations(include_archived=True)
+            assert [r.key for r in listed] == ["async:1"]
+            with pytest.warns(DeprecationWarning, match=r"AsyncClient\.sessions\(\) is dep"):
+                assert await client.sessions(include_archived=True) == listed  # old name
             with pytest.raises(convlog.UnknownConversation):
                 await client.get("nope")
             seen = []

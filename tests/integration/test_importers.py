@@ -139,7 +139,7 @@ def test_openai_shapes(log: convlog.ConversationLog) -> None:
     assert chat[1].tool_calls[0].arguments == '{"city": "Paris", "unit": "celsius"}'
     assert chat[3].usage == convlog.Usage(input_tokens=78, output_tokens=21,
                                           cache_read_tokens=64)
-    [items_key] = [r.key for r in log.sessions() if r.key.startswith("openai:agents-session-")]
+    [items_key] = [r.key for r in log.conversations() if r.key.startswith("openai:agents-session-")]
     items = log.messages(items_key)
     assert [m.message_id for m in items] == ["m0", "rs_68a1", "fc_68a2", "m3", "msg_68a3"]
     assert items[3].role == "tool" and items[3].tool_call_id == "call_r1"
@@ -153,7 +153,7 @@ def test_refusals_and_synthetic_messages(log: convlog.ConversationLog, tmp_path:
     chat.write_text('[{"role": "user", "content": "how to pick a lock?"},'
                     ' {"role": "assistant", "content": null, "refusal": "I cannot help."}]')
     log.import_("openai", [chat])
-    [row] = log.sessions()
+    [row] = log.conversations()
     assert log.messages(row.key)[1].content == "I cannot help."
     synthetic = tmp_path / "s.jsonl"  # Claude Code's API error message: zero usage
     synthetic.write_text(json.dumps({
@@ -172,7 +172,7 @@ def test_jsonl_of_items_is_one_conversation(log: convlog.ConversationLog,
                     '{"type": "message", "role": "assistant", "content": '
                     '[{"type": "output_text", "text": "hello"}]}\n')
     log.import_("openai", [path])
-    [row] = log.sessions()
+    [row] = log.conversations()
     assert [(m.message_id, m.content) for m in log.messages(row.key)] == [
         ("m1", "hi"), ("m3", "hello")]
 

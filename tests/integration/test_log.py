@@ -86,12 +86,12 @@ def test_archive_reactivate_and_listing(log: convlog.ConversationLog) -> None:
     log.conversation("a", user="u1", agent="x")
     log.conversation("b", user="u2", agent="y")
     log.append("a", convlog.user("newest activity"))
-    assert [s.key for s in log.sessions()] == ["a", "b"]
+    assert [s.key for s in log.conversations()] == ["a", "b"]
     log.archive("b", reason="idle")
-    assert [s.key for s in log.sessions()] == ["a"]
-    assert {s.key for s in log.sessions(include_archived=True)} == {"a", "b"}
-    assert [s.key for s in log.sessions(user="u2", include_archived=True)] == ["b"]
-    assert log.sessions(agent="nope") == []
+    assert [s.key for s in log.conversations()] == ["a"]
+    assert {s.key for s in log.conversations(include_archived=True)} == {"a", "b"}
+    assert [s.key for s in log.conversations(user="u2", include_archived=True)] == ["b"]
+    assert log.conversations(agent="nope") == []
     log.reactivate("b")
     assert log.info("b").status == "active"
 

@@ -77,7 +77,7 @@ def test_writer_processes_lose_nothing_and_never_interleave(
     keys = ["shared"] + ([f"own-{w}" for w in range(workers)] if mode == "mixed" else [])
     with convlog.open(url, views=str(tmp_path / "v.duckdb")) as log:
         check_turns(log, keys, workers * turns * 3)
-        assert sum(r.message_count for r in log.sessions()) == workers * turns * 3
+        assert sum(r.message_count for r in log.conversations()) == workers * turns * 3
 
 
 def run_follower(url: str, views: Path) -> subprocess.Popen[str]:

@@ -325,6 +325,6 @@ def test_imported_conversations_are_one_span_per_turn(tmp_path: Path,
         for source in ("claude-code", "codex", "openai"):
             log.import_(source, [fixtures / source])
         exporter(log, tmp_path).run()
-        keys = [r.key for r in log.sessions()]
+        keys = [r.key for r in log.conversations()]
         assert len(keys) >= 6
         assert all(check_tree(log, key, receiver.spans) for key in keys)

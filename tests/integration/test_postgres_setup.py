@@ -94,7 +94,7 @@ def test_the_views_of_a_server_store_go_to_the_user_data_directory(
     monkeypatch.chdir(work)
     with convlog.open(pg_url) as log:
         log.append("pg", convlog.user("1"))
-        assert [r.key for r in log.sessions()] == ["pg"]
+        assert [r.key for r in log.conversations()] == ["pg"]
         views = log.analytics.views.path
     assert list(work.iterdir()) == []
     assert views is not None and views.parent == data / "convlog" / "views"

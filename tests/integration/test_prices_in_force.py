@@ -108,4 +108,4 @@ def test_a_running_host_follows_an_edited_price_file(
         assert log.costs()[0].cost_usd == pytest.approx(1.0)
         _prices(prices, 3.0, 0.0)
         assert log.costs()[0].cost_usd == pytest.approx(3.0)
-        assert log.sessions()[0].cost_usd == pytest.approx(3.0)
+        assert log.conversations()[0].cost_usd == pytest.approx(3.0)

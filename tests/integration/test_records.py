@@ -124,6 +124,6 @@ def test_an_encrypted_store_counts_records_out_by_their_mark(
         conv.append_turn([convlog.user("hi"), convlog.Message(
             role="assistant", content=[], raw=ATTACHMENT, record="attachment"),
             convlog.assistant("hello")])
-        (row,) = log.sessions()
+        (row,) = log.conversations()
         assert row.message_count == 2 == log.info("claude:p/s").message_count
         assert [m.content for m in log.messages("claude:p/s")] == ["hi", "hello"]

@@ -81,7 +81,7 @@ def test_metadata_equals_the_catalog(log: convlog.ConversationLog) -> None:
     populate(log)
     span = log.resumption_context(user="u1", conversations=3,
                                   budget=convlog.Budget(tokens=300))
-    rows = {r.key: r for r in log.sessions(user="u1")}
+    rows = {r.key: r for r in log.conversations(user="u1")}
     keys = [p.key for p in span.conversations]
     assert set(keys) == set(rows)
     assert span.total_tokens == sum(rows[k].content_tokens for k in keys)

@@ -114,7 +114,7 @@ def test_a_store_has_an_identity_made_with_it_and_stored_in_it(
 def test_the_views_record_the_identity_and_position_of_their_store(store: str) -> None:
     with convlog.open(store) as log:
         log.append("k", convlog.user("1"))
-        log.sessions()
+        log.conversations()
         identity = log.store.index.store_identity()
         position = log.store.index.max_notification_id()
         path = log.analytics.views.path
@@ -192,7 +192,7 @@ def test_refuse_mode_is_a_clear_error_and_views_rebuild_recovers(
     assert views in err and "another store" in err and "convlog views rebuild" in err
     with pytest.raises(convlog.StorageError, match="another store"), \
             convlog.open(store) as log:
-        log.sessions()
+        log.conversations()
     capsys.readouterr()
     assert main(["views", "rebuild", "--db", store]) == 0
     code, out, err = _sessions(store, capsys)
@@ -203,6 +203,6 @@ def test_an_unknown_mismatch_mode_is_named(store: str, monkeypatch: pytest.Monke
                                            ) -> None:
     monkeypatch.setenv("CONVLOG_VIEWS_MISMATCH", "ignore")
     with convlog.open(store) as log, pytest.raises(convlog.InvalidInput) as caught:
-        log.sessions()
+        log.conversations()
     assert caught.value.field == "CONVLOG_VIEWS_MISMATCH"
     assert "rebuild, refuse" in str(caught.value)

@@ -59,9 +59,9 @@ def counts(views: Path) -> tuple[int, int, int]:
 
 def test_catalog_reads_its_own_writes(log: convlog.ConversationLog) -> None:
     log.conversation("a", user="u1", agent="copilot", channel="discord", title="T")
-    assert [r.key for r in log.sessions()] == ["a"]
+    assert [r.key for r in log.conversations()] == ["a"]
     log.append("a", convlog.user("hello"))
-    (row,) = log.sessions()
+    (row,) = log.conversations()
     assert (row.user, row.agent, row.channel, row.title, row.message_count) == (
         "u1", "copilot", "discord", "T", 1)
     assert row.content_tokens > 0
@@ -71,12 +71,12 @@ def test_catalog_filters_order_and_status(log: convlog.ConversationLog) -> None:
     log.conversation("old", user="u1", agent="x")
     log.conversation("mid", user="u2", agent="y")
     log.conversation("new", user="u1", agent="y")
-    assert [r.key for r in log.sessions()] == ["new", "mid", "old"]
-    assert [r.key for r in log.sessions(user="u1")] == ["new", "old"]
-    assert [r.key for r in log.sessions(agent="y", limit=1)] == ["new"]
+    assert [r.key for r in log.conversations()] == ["new", "mid", "old"]
+    assert [r.key for r in log.conversations(user="u1")] == ["new", "old"]
+    assert [r.key for r in log.conversations(agent="y", limit=1)] == ["new"]
     log.archive("mid")
-    assert [r.key for r in log.sessions()] == ["new", "old"]
-    assert {r.key: r.status for r in log.sessions(include_archived=True)}["mid"] == "archived"
+    assert [r.key for r in log.conversations()] == ["new", "old"]
+    assert {r.key: r.status for r in log.conversations(include_archived=True)}["mid"] == "archived"
     assert not log.can_resume("mid")
     assert log.can_resume("new")
     assert not log.can_resume("never-seen")
@@ -103,7 +103,7 @@ def test_costs_count_a_repeated_response_once_and_flag_unknown_prices(
     mystery = by_model["no-such-model"]
     assert mystery.cost_usd is None  # never zero
     assert mystery.cost_incomplete
-    (row,) = log.sessions()
+    (row,) = log.conversations()
     assert row.cost_incomplete
     assert row.top_agents == ["copilot", "helper"]
     assert {r.group for r in log.costs(by="agent")} == {"copilot", "helper"}
@@ -157,12 +157,12 @@ def test_expire_archives_idle_conversations_only(clocked_log: convlog.Conversati
 def test_views_are_a_cache_that_can_be_deleted(sqlite_url: str, tmp_path: Path) -> None:
     fill(sqlite_url, conversations=3, turns=4)
     with convlog.open(sqlite_url) as log:
-        before = [(r.key, r.message_count, r.cost_usd) for r in log.sessions()]
+        before = [(r.key, r.message_count, r.cost_usd) for r in log.conversations()]
     (tmp_path / "convlog.duckdb").unlink()
     with convlog.open(sqlite_url) as log:
-        assert [(r.key, r.message_count, r.cost_usd) for r in log.sessions()] == before
+        assert [(r.key, r.message_count, r.cost_usd) for r in log.conversations()] == before
         assert log.rebuild_views() == 3 * (1 + 8)
-        assert [(r.key, r.message_count, r.cost_usd) for r in log.sessions()] == before
+        assert [(r.key, r.message_count, r.cost_usd) for r in log.conversations()] == before
 
 
 def view_rows(views: Path) -> dict[str, list[tuple[object, ...]]]:
@@ -264,7 +264,7 @@ HOST = textwrap.dedent("""
         for i in range(int(sys.argv[2])):
             log.append("live", convlog.user(f"m{i}", id=f"m{i}"))
             if i % 10 == 0:
-                log.sessions()  # the host itself uses the views too
+                log.conversations()  # the host itself uses the views too
         print("done", flush=True)
 """)
 
@@ -286,7 +286,7 @@ def test_the_cli_works_while_a_host_process_writes(sqlite_url: str) -> None:
     assert host.returncode == 0, err
     assert "done" in out
     with convlog.open(sqlite_url) as log:
-        live = [r for r in log.sessions() if r.key == "live"]
+        live = [r for r in log.conversations() if r.key == "live"]
     assert [r.message_count for r in live] == [300]
     assert seen, "the CLI never ran while the host was writing"
 
@@ -299,7 +299,7 @@ BUSY_HOST = textwrap.dedent("""
         i = 0
         while time.monotonic() < end:
             log.append("busy", convlog.user(f"m{i}", id=f"m{i}"))
-            log.sessions()  # never a second without using the views
+            log.conversations()  # never a second without using the views
             i += 1
         print(i, flush=True)
 """)

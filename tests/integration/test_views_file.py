@@ -89,7 +89,7 @@ def test_an_unusable_views_file_is_set_aside_and_rebuilt(
     broken, mode = views.read_bytes(), stat.S_IMODE(views.stat().st_mode)
     with _log(tmp_path) as log:
         assert log.sql("SELECT count(*) FROM messages")[1] == [(3,)]
-        assert [r.key for r in log.sessions()] == ["k"]
+        assert [r.key for r in log.conversations()] == ["k"]
     notice = capfd.readouterr().err
     assert f"the views file {views} is not usable" in notice and "set aside as" in notice
     aside = _set_aside(tmp_path)

@@ -45,12 +45,12 @@ def test_a_store_restored_from_an_older_backup_rebuilds_the_views(tmp_path: Path
     backup = db.read_bytes()
     with convlog.open(f"sqlite:///{db}") as log:
         log.append("later", convlog.user("2"))
-        assert {r.key for r in log.sessions()} == {"kept", "later"}
+        assert {r.key for r in log.conversations()} == {"kept", "later"}
     for name in ("convlog.db-wal", "convlog.db-shm"):
         (tmp_path / name).unlink(missing_ok=True)
     db.write_bytes(backup)  # the store went backwards
     with convlog.open(f"sqlite:///{db}") as log:
-        assert {r.key for r in log.sessions()} == {"kept"}
+        assert {r.key for r in log.conversations()} == {"kept"}
 
 
 def test_two_postgresql_stores_sharing_a_views_file_never_mix(
@@ -62,13 +62,13 @@ def test_two_postgresql_stores_sharing_a_views_file_never_mix(
     try:
         with convlog.open(pg_url, views=views) as log:
             log.append("old", convlog.user("1"))
-            assert [r.key for r in log.sessions()] == ["old"]
+            assert [r.key for r in log.conversations()] == ["old"]
         other_url = pg_url.split("?")[0] + f"?schema={other}"
         with convlog.open(other_url, views=views) as log:
             log.append("new", convlog.user("1"))
-            assert [r.key for r in log.sessions()] == ["new"]
+            assert [r.key for r in log.conversations()] == ["new"]
         with convlog.open(pg_url, views=views) as log:
-            assert [r.key for r in log.sessions()] == ["old"]
+            assert [r.key for r in log.conversations()] == ["old"]
     finally:
         with psycopg.connect(PG_HOST, autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA "{other}" CASCADE')
@@ -88,7 +88,7 @@ def test_default_views_paths_never_collide(pg_url: str, tmp_path: Path,
     assert len(paths) == 3
     with convlog.open("sqlite:///convlog.db") as log:
         log.append("lite", convlog.user("1"))
-        assert [r.key for r in log.sessions()] == ["lite"]
+        assert [r.key for r in log.conversations()] == ["lite"]
     with convlog.open(pg_url) as log:
         log.append("pg", convlog.user("1"))
-        assert [r.key for r in log.sessions()] == ["pg"]
+        assert [r.key for r in log.conversations()] == ["pg"]

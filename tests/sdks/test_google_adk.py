@@ -160,7 +160,7 @@ def test_a_runner_remembers_across_a_reopened_log_and_costs_work(tmp_path: Path)
         assert row.output_tokens == 2 * USAGE["candidates"]
         assert row.cache_read_tokens == 2 * USAGE["cached"]
         assert row.cost_usd is not None and row.cost_usd > 0
-        (session,) = [s for s in log.sessions() if s.channel == "google-adk"]
+        (session,) = [s for s in log.conversations() if s.channel == "google-adk"]
         assert "PELICAN" in log.context(session.key).text
 
 

@@ -72,7 +72,7 @@ def test_claude_code_records_are_not_messages(claude: Claude, tmp_path: Path) ->
     assert len(dialogue) < len(claude.entries)
     with convlog.open(claude.url) as log:
         key = claude.conversation
-        (row,) = log.sessions()
+        (row,) = log.conversations()
         assert row.message_count == len(dialogue)
         assert log.info(key).message_count == len(dialogue)
         assert log.summary(key).message_count == len(dialogue)
@@ -138,9 +138,9 @@ def test_adk_state_scopes_are_not_conversations(adk: tuple[str, Any], tmp_path: 
     assert session.state["user:last_fact"] == "the blue door"  # kept, and read back
     assert session.state["app:facts"] == 1
     with convlog.open(url) as log:
-        keys = [r.key for r in log.sessions()]
+        keys = [r.key for r in log.conversations()]
         assert keys == [f"adk:shop/u1/{session.id}"]
-        (row,) = log.sessions()
+        (row,) = log.conversations()
         # the user's two texts, the call, its response, two answers: no session
         # record, no content-less event
         assert row.message_count == 6 == log.info(row.key).message_count

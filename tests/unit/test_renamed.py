@@ -41,3 +41,22 @@ def test_unknown_names_are_still_attribute_errors(module: object) -> None:
     missing = "NoSuchThing"
     with pytest.raises(AttributeError, match=missing):
         getattr(module, missing)
+
+
+def test_the_old_name_of_the_conversation_list_warns_and_answers_the_same() -> None:
+    """`sessions()` listed conversations (not agent sessions): now `conversations()`
+    (the HTTP clients' old name is checked in test_http_client.py)."""
+    import asyncio
+    import inspect
+
+    log = convlog.open("memory://")
+    log.conversation("k")
+    with pytest.warns(DeprecationWarning, match=r"ConversationLog\.sessions\(\) is deprecated"):
+        assert log.sessions(include_archived=True) == log.conversations(include_archived=True)
+    alog = convlog.AsyncConversationLog(log)
+    with pytest.warns(DeprecationWarning, match=r"AsyncConversationLog\.sessions\(\) is"):
+        assert [r.key for r in asyncio.run(alog.sessions())] == ["k"]
+    for cls in (convlog.ConversationLog, convlog.AsyncConversationLog, convlog.Client,
+                convlog.AsyncClient):
+        assert inspect.signature(cls.sessions) == inspect.signature(cls.conversations)
+    log.close()
