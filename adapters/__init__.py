@@ -9,14 +9,25 @@
 
 This module is the public facade; the code behind it lives in rooms by role:
 
-    services/     application services: log, handles, asyncio, resume, context, input,
-                  the import driver
-    importers/    other tools' history (Claude Code, OpenAI, Codex) -> conversations
+    services/     application services: log, handles, asyncio, the writer, resume
+                  (services/resume/), context, input, the import driver
     storage/      eventsourcing application, msgspec mapper, sqlite / postgres / memory
     views/        DuckDB read models, analytics, telemetry, chart
     accounting/   token counting and prices
     crypto/       encryption at rest: keys, AES-GCM formats, per-user key ring, redaction
-    cli/          the `convlog` command and the demo
+  entry points, each through the facade or the services (a test checks it):
+    cli/          the `convlog` command and the demos
+    acp/          the `convlog acp` proxy and `AgentSessions` (extra `[acp]`)
+    http/         `convlog serve` and `convlog.Client` / `AsyncClient` (extra `[http]`)
+    integrations/ session stores for the OpenAI Agents SDK, the Claude Agent SDK and
+                  Google ADK
+    importers/    other tools' history (Claude Code, OpenAI, Codex) -> conversations
+    watch/        `convlog watch`: capture transcripts while other tools write them
+    otel/         `convlog export --otel`: the log as OpenTelemetry spans
+    html/         `convlog html` / `convlog report`: static pages (extra `[html]`)
+
+Each room's `__init__.py` says what lives there and what it may import;
+tests/unit/test_dependency_direction.py holds them to it.
 
 Everything a host needs is imported from here; the rooms' module paths are not a
 promise.
