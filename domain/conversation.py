@@ -32,6 +32,7 @@ from convlog.domain.events import (
     ConversationArchived,
     ConversationCleared,
     ConversationDeleted,
+    ConversationErased,
     ConversationReactivated,
     ConversationStarted,
     Event,
@@ -45,6 +46,8 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
+    RetentionCapReached,
+    RetentionPolicySet,
     SummaryRecorded,
     TitleChanged,
     UserForgotten,
@@ -59,6 +62,16 @@ from convlog.domain.memory import (
 from convlog.domain.messages import Message
 from convlog.domain.records import is_record
 from convlog.domain.renamed import renamed
+from convlog.domain.retention import (
+    CapReached,
+    RetentionCause,
+    RetentionPolicy,
+    Source,
+    due,
+    idle_days,
+    message_bytes,
+    over_cap,
+)
 
 # WARNING: changing this namespace re-keys every stored conversation.
 KEY_NAMESPACE = uuid.UUID("6f1d3a52-2b8e-5c47-9a0e-3c6b1f0e7d21")
@@ -142,6 +155,41 @@ class Conversation(msgspec.Struct, kw_only=True):
     forgotten: bool = False
     """Its user was forgotten (UserForgotten): the content is erased, nothing more is
     recorded."""
+    retention: RetentionPolicy | None = None
+    """The conversation's own retention policy (its latest RetentionPolicySet); None:
+    the store's applies (convlog.domain.retention)."""
+    retention_pinned: bool = False
+    activity_at: datetime | None = None
+    """When its latest activity was recorded: any event but retention's own (see
+    `is_activity`). None in a state snapshotted before retention existed, where
+    `last_active_at` stands for it."""
+    activity_version: int = 0
+    """The position of that event (0: not known)."""
+    content_bytes: int = 0
+    """UTF-8 bytes of its messages' text since its latest erasure
+    (convlog.domain.retention.message_bytes). A state snapshotted before retention
+    existed counts from that snapshot on."""
+    erased_version: int = 0
+    """The position of its latest ConversationErased (0: never erased)."""
+    erased_messages: int = 0
+    """Messages (records excluded) recorded before that erasure."""
+    erasures: int = 0
+    """How many times it was erased: the number of its current data key epoch."""
+    cap_noted: str | None = None
+    """The cap whose first refusal was recorded (``messages:100``), so a host that
+    keeps retrying records it once."""
+
+    @property
+    def live_message_count(self) -> int:
+        """Messages since its latest erasure, records excluded (what a cap counts)."""
+        return self.message_count - self.records - self.erased_messages
+
+    def retention_in_force(self, store: RetentionPolicy | None
+                           ) -> tuple[RetentionPolicy | None, Source]:
+        """The retention policy in force: its own, else the store's (`store`)."""
+        if self.retention is not None:
+            return self.retention, "conversation"
+        return store, "store"
 
     def cooldown_depth(self, process_depth: int) -> int:
         """The `context_window_depth` in force for a memory cooldown: this
@@ -164,6 +212,9 @@ def evolve(state: Conversation, event: Event) -> None:
     advance the version, so a newer writer's event types never break an older reader."""
     state.version += 1
     state.last_active_at = event.at
+    if is_activity(event):
+        state.activity_at = event.at
+        state.activity_version = state.version
     if isinstance(event, ConversationStarted):
         state.started = True
         state.created_at = event.at
@@ -175,6 +226,8 @@ def evolve(state: Conversation, event: Event) -> None:
             state.turns += 1
         elif is_record(event):
             state.records += 1
+            return
+        state.content_bytes += message_bytes(event.content, event.tool_calls)
     elif isinstance(event, MemoryInjected):
         state.memory_blocks += 1
         state.recent_memories = remember(state.recent_memories, event, state.turns)
@@ -209,6 +262,40 @@ def evolve(state: Conversation, event: Event) -> None:
     elif isinstance(event, UserForgotten):
         state.forgotten = True
         state.title = state.workspace = None
+    elif isinstance(event, RetentionPolicySet):
+        state.retention = event.policy
+        state.retention_pinned = event.pinned
+        state.cap_noted = None
+    elif isinstance(event, ConversationErased):
+        _erased(state)
+    elif isinstance(event, RetentionCapReached):
+        state.cap_noted = f"{event.limit}:{event.cap}"
+
+
+def is_activity(event: Event) -> bool:
+    """Whether `event` is activity of the conversation, which retention measures idle
+    time from: every event but retention's own (a policy setting, an archive or
+    erasure it decided, a cap reached)."""
+    if isinstance(event, ConversationArchived):
+        return event.retention is None
+    return not isinstance(event, RetentionPolicySet | ConversationErased
+                          | RetentionCapReached)
+
+
+def _erased(state: Conversation) -> None:
+    """After an erasure: archived, a new epoch whose counts start at 0, no text."""
+    state.status = "archived"
+    state.erased_version = state.version
+    state.erased_messages = state.message_count - state.records
+    state.erasures += 1
+    state.content_bytes = 0
+    state.epoch += 1
+    state.epoch_start_version = state.version
+    state.epoch_start_message_count = state.message_count
+    state.summary_version = 0
+    state.recent_memories = {}
+    state.title = state.workspace = None
+    state.cap_noted = None
 
 
 def check_resumable(state: Conversation) -> None:
@@ -263,6 +350,9 @@ class AppendMessages(msgspec.Struct, frozen=True, kw_only=True):
     messages: Sequence[Message]
     known_ids: frozenset[str] = frozenset()
     """Ids among `messages` that the log already holds (the adapter looks them up)."""
+    store_retention: RetentionPolicy | None = None
+    """The store's retention policy (the writer sets it), whose caps hold for a
+    conversation without a policy of its own."""
 
 
 class BindNativeSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -321,6 +411,37 @@ class SetMemoryPolicy(msgspec.Struct, frozen=True, kw_only=True):
     unpinned policy (a process's options) leaves it alone."""
 
 
+class SetRetentionPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Record `policy` (RetentionPolicySet) when it differs from the one recorded;
+    `pinned` as for SetMemoryPolicy: an unpinned one (a process's options) leaves a
+    pinned one alone. Nothing for a conversation not started or forgotten."""
+
+    policy: RetentionPolicy
+    pinned: bool = False
+
+
+class Expire(msgspec.Struct, frozen=True, kw_only=True):
+    """Carry out what the retention policy in force asks now (`retention_due`): an
+    archive, or an erasure's record (the adapter then destroys the text). `store`
+    is the store's policy, for a conversation without one of its own."""
+
+    store: RetentionPolicy | None = None
+
+
+class NoteCapReached(msgspec.Struct, frozen=True, kw_only=True):
+    """Record the first refusal of a turn at a retention cap (RetentionCapReached)."""
+
+    limit: Literal["messages", "bytes"]
+    cap: int
+    size: int
+    source: Source
+
+    @classmethod
+    def of(cls, refused: CapReached) -> NoteCapReached:
+        return cls(limit=refused.limit, cap=refused.cap, size=refused.size,
+                   source=refused.source)
+
+
 class Forget(msgspec.Struct, frozen=True, kw_only=True):
     """Mark the conversation of `user` forgotten (the adapter destroys the key)."""
 
@@ -374,6 +495,8 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
             return []
         return [MemoryPolicySet(at=now, max_injected_blocks_in_history=wanted[0],
                                 context_window_depth=wanted[1], pinned=command.pinned)]
+    if isinstance(command, SetRetentionPolicy | Expire | NoteCapReached):
+        return _retention(state, command, now)
     if isinstance(command, Forget):
         if not state.started or state.user != command.user:
             raise UnknownConversation(state.key)
@@ -391,6 +514,8 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         messages = _new_messages(command)
         if not messages:
             return []
+        if state.retention is not None or command.store_retention is not None:
+            _check_caps(state, command.store_retention, messages)
         if state.status == "archived":
             events.append(ConversationReactivated(at=now))
         events.extend(_appended(m, now) for m in messages)
@@ -420,6 +545,67 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         events.append(decide_memory(command, turns=state.turns, recent=state.recent_memories,
                                     bound_session=state.native_session_id, now=now))
     return events
+
+
+def retention_due(state: Conversation, store: RetentionPolicy | None, now: datetime
+                  ) -> tuple[Literal["archive", "erase"], RetentionCause] | None:
+    """What the retention policy in force asks of `state` at `now` (an archive or an
+    erasure, with its cause), or None. The dry run lists exactly this, and `Expire`
+    records exactly this, decided again inside the write."""
+    if not state.started or state.forgotten:
+        return None
+    policy, source = state.retention_in_force(store)
+    idle = idle_days(state.activity_at or state.last_active_at, now)
+    erased = state.erased_version > 0 and state.erased_version > state.activity_version
+    action = due(policy, idle=idle, active=state.status == "active" and not state.deleted,
+                 erased_since_activity=erased)
+    if action is None or policy is None:
+        return None
+    return action, RetentionCause(source=source, policy=policy,
+                                  idle_days=None if idle is None else round(idle, 6))
+
+
+def _retention(state: Conversation, command: SetRetentionPolicy | Expire | NoteCapReached,
+               now: datetime) -> list[Event]:
+    if not state.started or state.forgotten:
+        return []
+    if isinstance(command, SetRetentionPolicy):
+        if (state.retention_pinned and not command.pinned) or (
+                command.policy == state.retention and command.pinned == state.retention_pinned):
+            return []
+        p = command.policy
+        return [RetentionPolicySet(
+            at=now, archive_after_days=p.archive_after_days, erase_after_days=p.erase_after_days,
+            max_messages=p.max_messages, max_bytes=p.max_bytes, over_cap=p.over_cap,
+            pinned=command.pinned)]
+    if isinstance(command, NoteCapReached):
+        if state.cap_noted == f"{command.limit}:{command.cap}":
+            return []
+        return [RetentionCapReached(at=now, limit=command.limit, cap=command.cap,
+                                    size=command.size, source=command.source)]
+    found = retention_due(state, command.store, now)
+    if found is None:
+        return []
+    action, cause = found
+    if action == "erase":
+        return [ConversationErased(at=now, retention=cause)]
+    return [ConversationArchived(
+        at=now, reason=f"idle for {cause.idle_days:g} days (retention)", retention=cause)]
+
+
+def _check_caps(state: Conversation, store: RetentionPolicy | None,
+                messages: list[Message]) -> None:
+    """CapReached when `messages` would take the conversation past a cap of the
+    retention policy in force (records are neither messages nor bytes)."""
+    policy, source = state.retention_in_force(store)
+    if policy is None or (policy.max_messages is None and policy.max_bytes is None):
+        return
+    said = [m for m in messages if not is_record(m)]
+    size = state.content_bytes + sum(message_bytes(m.content, m.tool_calls) for m in said) \
+        if policy.max_bytes is not None else 0
+    found = over_cap(policy, messages=state.live_message_count + len(said), size=size)
+    if found is not None:
+        raise CapReached(state.key, found[0], found[1], found[2], source)
 
 
 def decide_and_evolve(

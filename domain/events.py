@@ -27,6 +27,7 @@ import msgspec
 
 from convlog.domain.content import Content, ToolCall, Usage
 from convlog.domain.renamed import renamed
+from convlog.domain.retention import OverCap, RetentionCause, RetentionPolicy
 
 ReasonClass = Literal["unsupported", "not_found", "transient", "timeout", "error"]
 REASON_CLASSES: tuple[str, ...] = get_args(ReasonClass)
@@ -193,6 +194,10 @@ class MemoryInjected(Event, tag="memory_injected", frozen=True):
 
 class ConversationArchived(Event, tag="session_archived", frozen=True):
     reason: str | None = None
+    retention: RetentionCause | None = None
+    """Set when the retention policy in force archived it (idle past its
+    `archive_after_days`): which policy, whose, and how long it had been idle. None:
+    the host archived it."""
 
 
 class ConversationReactivated(Event, tag="session_reactivated", frozen=True):
@@ -290,6 +295,50 @@ class MemoryPolicySet(Event, tag="memory_policy_set", frozen=True):
     change it; only another such setting does."""
 
 
+class RetentionPolicySet(Event, tag="retention_policy_set", frozen=True):
+    """The retention policy in force from here on (convlog.domain.retention): in a
+    conversation, its own; in the store's settings stream, the store's, for every
+    conversation without one of its own. Every field None keeps everything."""
+
+    archive_after_days: float | None = None
+    erase_after_days: float | None = None
+    max_messages: int | None = None
+    max_bytes: int | None = None
+    over_cap: OverCap = "refuse"
+    pinned: bool = False
+    """Set on purpose (`set_retention_policy`, the CLI's `retention set`, HTTP PUT):
+    a process's options (flags, environment) no longer change it; another such
+    setting does."""
+
+    @property
+    def policy(self) -> RetentionPolicy:
+        return RetentionPolicy(
+            archive_after_days=self.archive_after_days,
+            erase_after_days=self.erase_after_days, max_messages=self.max_messages,
+            max_bytes=self.max_bytes, over_cap=self.over_cap)
+
+
+class ConversationErased(Event, tag="conversation_erased", frozen=True):
+    """The retention policy in force erased the conversation: every event before
+    this one keeps its public fields and loses its text for good (in an encrypted
+    store, its data key is destroyed; in a plain one, the stored text is overwritten
+    and the files compacted). Records why, never what. Later events start afresh (a
+    new epoch, a new data key)."""
+
+    retention: RetentionCause
+
+
+class RetentionCapReached(Event, tag="retention_cap_reached", frozen=True):
+    """A turn was refused because it would take the conversation past a cap of its
+    retention policy (recorded once, on the first refusal under that policy)."""
+
+    limit: Literal["messages", "bytes"]
+    cap: int
+    size: int
+    """What the refused turn would have taken the conversation to."""
+    source: Literal["conversation", "store"] = "conversation"
+
+
 AnyEvent = (
     ConversationStarted
     | MessageAppended
@@ -311,6 +360,9 @@ AnyEvent = (
     | ContextWindowReported
     | MemoryPolicySet
     | PreambleSent
+    | RetentionPolicySet
+    | ConversationErased
+    | RetentionCapReached
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)

@@ -21,9 +21,10 @@ only the mark, since content and items are sealed.
 from __future__ import annotations
 
 from convlog.domain.events import MessageAppended
+from convlog.domain.messages import Message
 
 
-def is_record(event: MessageAppended) -> bool:
+def is_record(event: MessageAppended | Message) -> bool:
     """Whether `event` is a record its surface keeps, not a message (see the module)."""
     if event.record is not None:
         return True

@@ -20,6 +20,7 @@ from convlog.domain.events import (
     ConversationArchived,
     ConversationCleared,
     ConversationDeleted,
+    ConversationErased,
     ConversationReactivated,
     ConversationStarted,
     Event,
@@ -33,10 +34,13 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
+    RetentionCapReached,
+    RetentionPolicySet,
     SummaryRecorded,
     TitleChanged,
     UserForgotten,
 )
+from convlog.domain.retention import RetentionCause, RetentionPolicy
 
 AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
@@ -97,4 +101,10 @@ def samples() -> list[Event]:
                      blocks=[{"type": "text", "text": "You are Desk. Be brief.",
                               "annotations": {"audience": ["assistant"]}}],
                      native_session_id="sess-10"),
+        RetentionPolicySet(at=AT, archive_after_days=30, erase_after_days=90.5,
+                           max_messages=10_000, max_bytes=5_000_000, pinned=True),
+        ConversationErased(at=AT, retention=RetentionCause(
+            source="store", policy=RetentionPolicy(archive_after_days=30, erase_after_days=90),
+            idle_days=91.25)),
+        RetentionCapReached(at=AT, limit="messages", cap=10_000, size=10_002, source="store"),
     ]

@@ -66,6 +66,9 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "context_window_reported": frozenset({"update"}),  # the agent's own payload (_meta)
     "memory_policy_set": frozenset(),
     "preamble_sent": frozenset({"text", "blocks"}),
+    "retention_policy_set": frozenset(),
+    "conversation_erased": frozenset(),  # why, never what
+    "retention_cap_reached": frozenset(),
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }
 _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten

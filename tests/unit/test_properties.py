@@ -45,6 +45,7 @@ from convlog.domain.events import (
     ConversationArchived,
     ConversationCleared,
     ConversationDeleted,
+    ConversationErased,
     ConversationReactivated,
     ConversationStarted,
     Event,
@@ -58,10 +59,13 @@ from convlog.domain.events import (
     ResumeAttempted,
     ResumeFailed,
     ResumeSucceeded,
+    RetentionCapReached,
+    RetentionPolicySet,
     SummaryRecorded,
     TitleChanged,
     UserForgotten,
 )
+from convlog.domain.retention import RetentionCause, RetentionPolicy
 from convlog.services.jsonlines import AnyLine, PartIn, parse_lines
 from convlog.storage.errors import CorruptEvent
 from convlog.storage.mapper import SNAPSHOT_TOPIC, Envelope, MsgspecMapper, all_topics, topic_of
@@ -102,6 +106,14 @@ content = text | st.lists(parts, max_size=4)
 usage = st.builds(Usage, input_tokens=counts, output_tokens=counts,
                   cache_read_tokens=counts, cache_write_tokens=counts)
 
+days = st.floats(min_value=0.001, max_value=36_500, allow_nan=False)
+caps = st.integers(min_value=1, max_value=2**62)
+policies = st.builds(RetentionPolicy, archive_after_days=optional(days),
+                     erase_after_days=optional(days), max_messages=optional(caps),
+                     max_bytes=optional(caps))
+causes = st.builds(RetentionCause, source=st.sampled_from(["conversation", "store"]),
+                   policy=policies, idle_days=optional(days))
+
 EVENTS: dict[type[Event], st.SearchStrategy[Any]] = {
     ConversationStarted: st.builds(
         ConversationStarted, at=utc_times, key=ids, channel=optional(text), user=optional(text),
@@ -141,7 +153,8 @@ EVENTS: dict[type[Event], st.SearchStrategy[Any]] = {
     MemoryInjected: st.builds(MemoryInjected, at=utc_times, block_id=ids,
                               memory_ids=st.lists(ids, max_size=4), text=text, turn=counts,
                               native_session_id=optional(ids)),
-    ConversationArchived: st.builds(ConversationArchived, at=utc_times, reason=optional(text)),
+    ConversationArchived: st.builds(ConversationArchived, at=utc_times, reason=optional(text),
+                                    retention=optional(causes)),
     ConversationReactivated: st.builds(ConversationReactivated, at=utc_times),
     AgentSessionClosed: st.builds(AgentSessionClosed, at=utc_times,
                                   native_session_id=optional(ids)),
@@ -164,6 +177,14 @@ EVENTS: dict[type[Event], st.SearchStrategy[Any]] = {
     ConversationCleared: st.builds(ConversationCleared, at=utc_times, reason=optional(text)),
     UserForgotten: st.builds(UserForgotten, at=utc_times, user=ids,
                              requested_by=optional(text)),
+    RetentionPolicySet: st.builds(
+        RetentionPolicySet, at=utc_times, archive_after_days=optional(days),
+        erase_after_days=optional(days), max_messages=optional(caps),
+        max_bytes=optional(caps), pinned=st.booleans()),
+    ConversationErased: st.builds(ConversationErased, at=utc_times, retention=causes),
+    RetentionCapReached: st.builds(
+        RetentionCapReached, at=utc_times, limit=st.sampled_from(["messages", "bytes"]),
+        cap=caps, size=counts, source=st.sampled_from(["conversation", "store"])),
 }
 events = st.one_of(*EVENTS.values())
 stream_ids = st.uuids()
