@@ -19,12 +19,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 import msgspec
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import (
+    ApplicationRecorder,
     IntegrityError,
     InterfaceError,
     Mapper,
@@ -44,6 +45,7 @@ from convlog.storage.errors import (
     WriteLockBusy,
 )
 from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics, topic_of
+from convlog.storage.recorder import ConvlogRecorder, TableRecorder
 from convlog.storage.requests import Answer
 from convlog.storage.sealed import Sealer
 
@@ -56,33 +58,6 @@ CURRENT_MESSAGE_TOPIC = topic_of(MessageAppended)
 QUIET_READS = 8
 """A conversation seen written by another process is read fresh before each write
 until this many reads in a row found nothing new (`ConversationStore.execute`)."""
-
-
-class IndexedRecorder(Protocol):
-    """What convlog needs from a recorder beyond eventsourcing's interface."""
-
-    def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]: ...
-
-    def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]: ...
-
-    def max_notification_id(self) -> int | None: ...
-
-    def store_identity(self) -> str: ...
-
-    def select_tail(self, originator_id: UUID, topics: Sequence[str], limit: int
-                    ) -> list[tuple[int, str, bytes]]: ...
-
-    def find_answer(self, scope: str, now: float) -> Answer | None: ...
-
-    def keep_answer(self, scope: str, found: Answer, now: float) -> Answer: ...
-
-    def drop_answers(self) -> None: ...
-
-    def token_counts(self, first: int, last: int) -> dict[int, tuple[int, str]]: ...
-
-    def save_token_counts(self, counts: Sequence[tuple[int, int, str]]) -> None: ...
-
-    def message_rows(self, stream: UUID) -> list[tuple[int, int, str, bytes]]: ...
 
 
 def project(state: Conversation | None, envelopes: Iterable[Envelope]) -> Conversation | None:
@@ -183,26 +158,33 @@ class ConversationStore(Application[UUID]):
             self.keyring = Keyring.enable(self.keys, master_key, self.where)
             self._seal()
 
+    def construct_recorder(self) -> ApplicationRecorder:
+        """eventsourcing's recorder for the store's PERSISTENCE_MODULE, which must be a
+        `ConvlogRecorder` (convlog.storage.recorder): kept typed as `index`."""
+        recorder = super().construct_recorder()
+        if not isinstance(recorder, ConvlogRecorder):
+            raise StorageError(f"{type(recorder).__qualname__} is not a convlog recorder: "
+                               "open stores with a convlog.storage persistence module")
+        self.index: ConvlogRecorder = recorder
+        return recorder
+
     @property
-    def keys(self) -> Any:
+    def keys(self) -> ConvlogRecorder:
         """The recorder, as the key table and privacy admin of its database
         (convlog.crypto.keyring.KeyTable, plus `streams_of_user`, `rewrite_states`...)."""
-        return self.recorder
+        return self.index
 
     @property
     def snapshot_table(self) -> str | None:
-        snapshots: Any = self.snapshots
-        return None if snapshots is None else getattr(snapshots.recorder, "events_table_name",
-                                                      None)
+        """The table of snapshots, when they are kept in the store's database."""
+        recorder = None if self.snapshots is None else self.snapshots.recorder
+        return recorder.events_table_name if isinstance(recorder, TableRecorder) else None
 
     def construct_mapper(self) -> Mapper[UUID]:
         return MsgspecMapper()
 
     def close(self) -> None:
-        for name in ("close_writer", "close_listener"):
-            closer = getattr(self.recorder, name, None)
-            if closer is not None:
-                closer()
+        self.index.close_connections()
         super().close()
 
     @contextlib.contextmanager
@@ -213,7 +195,7 @@ class ConversationStore(Application[UUID]):
         makes on its event loop only the writes that need no waiting."""
         _NOT_WAITING.on = True
         try:
-            with getattr(self.recorder, "not_waiting", contextlib.nullcontext)():
+            with self.index.not_waiting():
                 yield
         finally:
             _NOT_WAITING.on = False
@@ -221,22 +203,13 @@ class ConversationStore(Application[UUID]):
     def wait_for_changes(self, timeout: float) -> None:
         """Return when new events may exist: at once on a PostgreSQL NOTIFY, else
         after `timeout` (SQLite and memory have no notifications: they are polled)."""
-        wait = getattr(self.recorder, "wait_for_changes", None)
-        if wait is not None:
-            wait(timeout)
-        else:
-            time.sleep(timeout)
+        self.index.wait_for_changes(timeout)
 
     @property
     def codec(self) -> MsgspecMapper:
         mapper = self.mapper
         assert isinstance(mapper, MsgspecMapper)
         return mapper
-
-    @property
-    def index(self) -> IndexedRecorder:
-        recorder: Any = self.recorder
-        return recorder  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------- state
 
@@ -385,27 +358,18 @@ class ConversationStore(Application[UUID]):
         """The events of `item_rows` for the whole stream after `after`, oldest first
         and without their versions (a whole session's `get_items()`, issue 30). On
         SQLite they are decoded as they are read, 256 rows at a time."""
-        select_decoded = getattr(self.recorder, "select_decoded", None)
-        if select_decoded is not None:  # message rows come with None as their topic
-            return select_decoded(  # type: ignore[no-any-return]
-                conversation, functools.partial(self.codec.decode_events, conversation,
-                                                shape=shape), gt=after,
-                common=CURRENT_MESSAGE_TOPIC)
-        return self.codec.decode_events(conversation, self._rows(conversation, after=after),
-                                        shape)
+        return self.index.select_decoded(
+            conversation, functools.partial(self.codec.decode_events, conversation,
+                                            shape=shape), gt=after,
+            common=CURRENT_MESSAGE_TOPIC)  # SQLite gives that topic as None
 
     def _rows(self, conversation: UUID, *, after: int | None = None,
               upto: int | None = None, desc: bool = False, limit: int | None = None
               ) -> list[tuple[int, str, bytes]]:
         """(version, topic, state) rows as plain tuples: SQLite's own query (no
         StoredEvent per row) where there is one, eventsourcing's elsewhere."""
-        select_rows = getattr(self.recorder, "select_rows", None)
-        if select_rows is not None:
-            return select_rows(  # type: ignore[no-any-return]
-                conversation, gt=after, lte=upto, desc=desc, limit=limit)
-        return [(s.originator_version, s.topic, s.state) for s in
-                self.recorder.select_events(conversation, gt=after, lte=upto, desc=desc,
-                                            limit=limit)]
+        return self.index.select_rows(conversation, gt=after, lte=upto, desc=desc,
+                                      limit=limit)
 
     @storage_errors
     def last_messages(self, conversation: UUID, count: int) -> list[MessageAppended]:
@@ -514,14 +478,9 @@ class ConversationStore(Application[UUID]):
         # Storage failures become StorageError in `execute` (storage_errors); a conflict
         # (IntegrityError) goes back to its retry loop.
         message_ids = (conversation, new_ids) if new_ids else None
-        insert_rows = getattr(self.recorder, "insert_rows", None)
-        if insert_rows is not None:  # SQLite: plain rows, no StoredEvent each (issue 30)
-            insert_rows(self.codec.rows(conversation, first, events, user), message_ids)
-        else:
-            store = self.codec.store
-            self.recorder.insert_events(
-                [store(conversation, r.version, r.event, user) for r in recorded],
-                message_ids=message_ids)
+        # plain rows: on SQLite, no StoredEvent each (issue 30)
+        self.index.insert_rows(self.codec.rows(conversation, first, events, user),
+                               message_ids)
         self._remember(conversation, after)
         if after.version // SNAPSHOT_INTERVAL > state.version // SNAPSHOT_INTERVAL:
             self._snapshot(conversation, after)
@@ -547,11 +506,10 @@ def _unavailable(exc: BaseException) -> bool:
                for c in type(driver).__mro__)  # AdminShutdown, PoolTimeout... included
 
 
-def _lock_wait(store: Any) -> float | None:
+def _lock_wait(store: ConversationStore) -> float | None:
     """How long this store's writer waits for another process's lock (SQLite's busy
-    timeout), when its recorder says so."""
-    wait = getattr(getattr(store, "recorder", None), "lock_wait_seconds", None)
-    return wait if isinstance(wait, int | float) else None
+    timeout), when its recorder has one."""
+    return store.index.lock_wait_seconds
 
 
 def _explain(exc: Exception, lock_wait: float | None = None) -> str:

@@ -13,11 +13,12 @@ from eventsourcing.persistence import ApplicationRecorder, IntegrityError, Store
 from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
 
 from convlog.crypto.keyring import KeyRow
+from convlog.storage.recorder import PortableRows
 from convlog.storage.requests import Answer
 from convlog.storage.token_counts import MemoryTokenCounts
 
 
-class POPOConvlogRecorder(POPOApplicationRecorder, MemoryTokenCounts):
+class POPOConvlogRecorder(POPOApplicationRecorder, MemoryTokenCounts, PortableRows):
     def __init__(self) -> None:
         POPOApplicationRecorder.__init__(self)
         MemoryTokenCounts.__init__(self)

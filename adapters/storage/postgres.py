@@ -45,6 +45,7 @@ from convlog.storage.postgres_keys import PostgresKeyTable, keys_ddl
 from convlog.storage.postgres_pool import DatabaseUnavailable, bound_outages
 from convlog.storage.postgres_requests import PostgresRequestTable, requests_ddl
 from convlog.storage.postgres_token_counts import PostgresTokenCounts, token_counts_ddl
+from convlog.storage.recorder import PortableRows
 
 APPEND_FUNCTION = "convlog_append_v1"
 """The server-side insert of a batch (`PostgresConvlogRecorder._append_function`);
@@ -73,7 +74,7 @@ class PostgresSnapshotRecorder(PostgresAggregateRecorder):
 
 
 class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
-                              PostgresRequestTable, PostgresTokenCounts):
+                              PostgresRequestTable, PostgresTokenCounts, PortableRows):
     """The events, the message-id index, the key table of encrypted stores
     (convlog.storage.postgres_keys) and the token counts made on read
     (convlog.storage.token_counts)."""
@@ -269,6 +270,10 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
         except psycopg.OperationalError:
             self.close_listener()
             time.sleep(timeout)
+
+    def close_connections(self) -> None:
+        """The LISTEN connection (`wait_for_changes`); the pool is eventsourcing's."""
+        self.close_listener()
 
     def close_listener(self) -> None:
         if self._listener is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
@@ -230,11 +231,17 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """`insert_rows` of stored events (eventsourcing's interface)."""
-        self.insert_rows([(s.originator_id.hex if isinstance(s.originator_id, UUID)
-                           else s.originator_id, s.originator_version, s.topic, s.state)
-                          for s in stored_events], kwargs.get("message_ids"))
-        return None
+        """`insert_rows` of stored events (eventsourcing's interface; convlog's own
+        writes call `insert_rows`), and their notification ids, as eventsourcing's
+        recorders return them: read back by primary key (one lookup an event), since
+        `insert_rows` reads nothing back on the write path."""
+        rows = [(s.originator_id.hex if isinstance(s.originator_id, UUID)
+                 else s.originator_id, s.originator_version, s.topic, s.state)
+                for s in stored_events]
+        self.insert_rows(rows, kwargs.get("message_ids"))
+        select = (f"SELECT rowid FROM {self.events_table_name} "
+                  "WHERE originator_id = ? AND originator_version = ?")
+        return [self._rows(select, [stream, version])[0][0] for stream, version, _, _ in rows]
 
     def insert_rows(self, rows: Sequence[tuple[str, int, str, bytes]],
                     message_ids: tuple[UUID, Sequence[str]] | None = None) -> None:
@@ -357,6 +364,14 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         for at in range(0, len(values), step):
             chunk = values[at:at + step]
             conn.execute(head + ",".join([row] * (len(chunk) // width)), chunk)
+
+    def wait_for_changes(self, timeout: float) -> None:
+        """SQLite notifies no one of a commit: readers poll, every `timeout`."""
+        time.sleep(timeout)
+
+    def close_connections(self) -> None:
+        """The writer's connection, the readers' and the checkpointer (`close_writer`)."""
+        self.close_writer()
 
     def close_writer(self) -> None:
         with self._writer_lock:
@@ -510,7 +525,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
     def _open_readers(self) -> Readers | None:
         """The read connections of a file database (None: in memory, use the pool)."""
         pool = self.datastore.pool
-        if pool.is_sqlite_memory_mode or pool._closed:  # closed: the pool says so
+        if pool.is_sqlite_memory_mode or pool.closed:
             return None
         with self._writer_lock:
             if self._readers is None:

@@ -1,0 +1,58 @@
+"""Each backend's recorder is a `ConvlogRecorder` (convlog.storage.recorder), checked
+by mypy here (the assignment below is typed) and by the store when it opens; the
+recorders themselves pass eventsourcing's own recorder test cases in
+tests/integration/test_recorders.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from convlog.storage.memory import POPOConvlogRecorder
+from convlog.storage.postgres import PostgresConvlogRecorder
+from convlog.storage.recorder import ConvlogRecorder
+from convlog.storage.sqlite import SQLiteConvlogRecorder
+
+BACKENDS: list[type[ConvlogRecorder]] = [  # mypy checks each against the protocol
+    SQLiteConvlogRecorder, PostgresConvlogRecorder, POPOConvlogRecorder]
+
+
+def test_a_store_refuses_a_recorder_that_is_not_convlogs() -> None:
+    """A PERSISTENCE_MODULE without convlog's tables is refused when the store opens,
+    naming the recorder, not on the first write with an AttributeError."""
+    import convlog
+    from convlog.storage.application import ConversationStore
+
+    with pytest.raises(convlog.StorageError, match="POPOApplicationRecorder is not a"):
+        ConversationStore(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+
+
+def test_every_backend_recorder_has_every_method() -> None:
+    names = [n for n in dir(ConvlogRecorder) if not n.startswith("_")]
+    for backend in BACKENDS:
+        assert [n for n in names if not hasattr(backend, n)] == [], backend
+
+
+def test_what_convlog_uses_of_eventsourcing_that_is_not_public() -> None:
+    """convlog.storage.sqlite overrides `SQLiteConnectionPool._create_connection`:
+    eventsourcing 9.5 has no public hook for setting up each new connection, and
+    convlog sets its PRAGMAs there (synchronous, foreign keys, secure delete, the WAL
+    checkpoint size) and retries the switch to WAL while another process creates the
+    same file. Its readers (storage/sqlite_readers.py, sqlite_open.py) use
+    `SQLiteConnection._sqlite_conn`, the raw connection, to read without a
+    transaction wrapper. Both are private, so they are pinned: the version range
+    pyproject.toml allows (eventsourcing>=9.5.6,<9.6), and their shape; an upgrade
+    fails here first and asks for a look."""
+    import inspect
+    import sqlite3
+    from importlib.metadata import version
+
+    from eventsourcing.persistence import ConnectionPool
+    from eventsourcing.sqlite import SQLiteConnection, SQLiteConnectionPool
+
+    assert version("eventsourcing").startswith("9.5.")
+    assert list(inspect.signature(SQLiteConnectionPool._create_connection).parameters) == [
+        "self"]
+    assert "self._create_connection()" in inspect.getsource(ConnectionPool._get_connection)
+    raw = sqlite3.connect(":memory:")
+    assert SQLiteConnection(sqlite_conn=raw, max_age=None)._sqlite_conn is raw
+    raw.close()
