@@ -47,8 +47,8 @@ from convlog.projections.moment import parse_moment
 from convlog.projections.replay_views import VIEWS
 from convlog.projections.transcript import TranscriptLine
 from convlog.services.jsonlines import (
+    ConversationStartedLine,
     MessageLine,
-    SessionStartedLine,
     decode_line,
     decode_message,
     to_command,
@@ -145,7 +145,7 @@ def _commands(raws: list[msgspec.Raw], principal: Principal) -> list[Command]:
     commands: list[Command] = []
     for i, raw in enumerate(raws):
         line = _item(decode_line, raw, f"events[{i}]")
-        if isinstance(line, SessionStartedLine) and not principal.admin:
+        if isinstance(line, ConversationStartedLine) and not principal.admin:
             if line.user not in (None, principal.user):
                 raise ProblemError(403, "forbidden", "a user token records conversations of "
                                    "its own user only", field=f"events[{i}].user")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -49,6 +49,7 @@ from convlog.domain.events import (
 )
 from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
+from convlog.domain.renamed import renamed
 from convlog.services.jsonstrict import decode
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -118,7 +119,7 @@ class UsageIn(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 # ------------------------------------------------------------------------ lines
 
 
-class SessionStartedLine(Line, tag="session_started", frozen=True):
+class ConversationStartedLine(Line, tag="session_started", frozen=True):
     user: str | None = None
     agent: str | None = None
     channel: str | None = None
@@ -202,11 +203,11 @@ class MemoryInjectedLine(Line, tag="memory_injected", frozen=True):
     native_session_id: str | None = None
 
 
-class SessionArchivedLine(Line, tag="session_archived", frozen=True):
+class ConversationArchivedLine(Line, tag="session_archived", frozen=True):
     reason: str | None = None
 
 
-class SessionReactivatedLine(Line, tag="session_reactivated", frozen=True):
+class ConversationReactivatedLine(Line, tag="session_reactivated", frozen=True):
     pass
 
 
@@ -215,15 +216,25 @@ class ConversationClearedLine(Line, tag="conversation_cleared", frozen=True):
 
 
 AnyLine = (
-    SessionStartedLine | MessageLine | NativeSessionBoundLine | ResumeAttemptedLine
+    ConversationStartedLine | MessageLine | NativeSessionBoundLine | ResumeAttemptedLine
     | ResumeSucceededLine | ResumeFailedLine | HistoryInjectedLine | SummaryRecordedLine
-    | MemoryInjectedLine | SessionArchivedLine
-    | SessionReactivatedLine | ConversationClearedLine
+    | MemoryInjectedLine | ConversationArchivedLine
+    | ConversationReactivatedLine | ConversationClearedLine
 )
 LINE_TYPES: tuple[str, ...] = tuple(
     str(t.__struct_config__.tag) for t in AnyLine.__args__
 )
 _decoder: msgspec.json.Decoder[AnyLine] = msgspec.json.Decoder(AnyLine)
+
+RENAMED = {"SessionStartedLine": "ConversationStartedLine",
+           "SessionArchivedLine": "ConversationArchivedLine",
+           "SessionReactivatedLine": "ConversationReactivatedLine"}
+"""Old names of the input structs (their lines' ``type`` tags never changed)."""
+__getattr__ = renamed(__name__, RENAMED, globals())
+if TYPE_CHECKING:
+    SessionStartedLine = ConversationStartedLine
+    SessionArchivedLine = ConversationArchivedLine
+    SessionReactivatedLine = ConversationReactivatedLine
 
 
 # ---------------------------------------------------------------------- parsing
@@ -272,7 +283,7 @@ def decode_message(raw: bytes, *, checked: bool = False) -> MessageLine:
 
 
 def to_command(line: AnyLine) -> Command:
-    if isinstance(line, SessionStartedLine):
+    if isinstance(line, ConversationStartedLine):
         return StartConversation(user=line.user, agent=line.agent, channel=line.channel,
                             title=line.title, workspace=line.workspace,
                             metadata=dict(line.metadata))
@@ -307,9 +318,9 @@ def to_command(line: AnyLine) -> Command:
         # The cooldown depth is the log's setting: ConversationLog.execute sets it.
         return command if line.block_id is None else msgspec.structs.replace(
             command, block_id=line.block_id)
-    if isinstance(line, SessionArchivedLine):
+    if isinstance(line, ConversationArchivedLine):
         return Archive(reason=line.reason)
-    if isinstance(line, SessionReactivatedLine):
+    if isinstance(line, ConversationReactivatedLine):
         return Reactivate()
     assert isinstance(line, ConversationClearedLine)
     return Clear(reason=line.reason)

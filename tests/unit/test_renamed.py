@@ -9,7 +9,7 @@ import pytest
 
 import convlog
 from convlog.domain import conversation, events
-from convlog.services import results
+from convlog.services import jsonlines, results
 
 OLD_NAMES = [
     ("convlog", "SessionInfo", convlog.ConversationInfo),
@@ -18,6 +18,10 @@ OLD_NAMES = [
     ("convlog.domain.events", "SessionArchived", events.ConversationArchived),
     ("convlog.domain.events", "SessionReactivated", events.ConversationReactivated),
     ("convlog.domain.conversation", "StartSession", conversation.StartConversation),
+    ("convlog.services.jsonlines", "SessionStartedLine", jsonlines.ConversationStartedLine),
+    ("convlog.services.jsonlines", "SessionArchivedLine", jsonlines.ConversationArchivedLine),
+    ("convlog.services.jsonlines", "SessionReactivatedLine",
+     jsonlines.ConversationReactivatedLine),
 ]
 
 

@@ -8,6 +8,7 @@ export const routes = {
   followConversation: { method: "GET", path: "/v1/conversations/{key}/stream", stream: true },
   getContext: { method: "GET", path: "/v1/conversations/{key}/context", stream: false },
   getConversation: { method: "GET", path: "/v1/conversations/{key}", stream: false },
+  getConversationSummary: { method: "GET", path: "/v1/conversations/{key}/summary", stream: false },
   getCosts: { method: "GET", path: "/v1/costs", stream: false },
   getHealth: { method: "GET", path: "/health", stream: false },
   getMemory: { method: "GET", path: "/v1/conversations/{key}/memory", stream: false },

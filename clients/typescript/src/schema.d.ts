@@ -599,7 +599,19 @@ export interface components {
             type: "session_archived";
             /** @default null */
             reason?: string | null;
+            /** @default null */
+            retention?: components["schemas"]["RetentionCause"] | null;
             at: string;
+        };
+        /** ConversationArchivedLine */
+        ConversationArchivedLine: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "session_archived";
+            /** @default null */
+            reason?: string | null;
         };
         /**
          * ConversationCleared
@@ -639,6 +651,23 @@ export interface components {
             type: "conversation_deleted";
             /** @default null */
             reason?: string | null;
+            at: string;
+        };
+        /**
+         * ConversationErased
+         * @description The retention policy in force erased the conversation: every event before
+         *         this one keeps its public fields and loses its text for good (in an encrypted
+         *         store, its data key is destroyed; in a plain one, the stored text is overwritten
+         *         and the files compacted). Records why, never what. Later events start afresh (a
+         *         new epoch, a new data key).
+         */
+        ConversationErased: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation_erased";
+            retention: components["schemas"]["RetentionCause"];
             at: string;
         };
         /**
@@ -697,6 +726,14 @@ export interface components {
             type: "session_reactivated";
             at: string;
         };
+        /** ConversationReactivatedLine */
+        ConversationReactivatedLine: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "session_reactivated";
+        };
         /**
          * ConversationStarted
          * @description A conversation began under a key the host chose (``discord:thread:42``).
@@ -723,6 +760,28 @@ export interface components {
                 [key: string]: unknown;
             };
             at: string;
+        };
+        /** ConversationStartedLine */
+        ConversationStartedLine: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "session_started";
+            /** @default null */
+            user?: string | null;
+            /** @default null */
+            agent?: string | null;
+            /** @default null */
+            channel?: string | null;
+            /** @default null */
+            title?: string | null;
+            /** @default null */
+            workspace?: string | null;
+            /** @default {} */
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * ConversationSummary
@@ -777,7 +836,7 @@ export interface components {
          */
         EventOut: {
             version: number;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"];
         };
         /**
          * EventsIn
@@ -785,7 +844,7 @@ export interface components {
          *         batch: one bad line records nothing, and the error names it (`events[3].role`).
          */
         EventsIn: {
-            events: (components["schemas"]["SessionStartedLine"] | components["schemas"]["MessageLine"] | components["schemas"]["NativeSessionBoundLine"] | components["schemas"]["ResumeAttemptedLine"] | components["schemas"]["ResumeSucceededLine"] | components["schemas"]["ResumeFailedLine"] | components["schemas"]["HistoryInjectedLine"] | components["schemas"]["SummaryRecordedLine"] | components["schemas"]["MemoryInjectedLine"] | components["schemas"]["SessionArchivedLine"] | components["schemas"]["SessionReactivatedLine"] | components["schemas"]["ConversationClearedLine"])[];
+            events: (components["schemas"]["ConversationStartedLine"] | components["schemas"]["MessageLine"] | components["schemas"]["NativeSessionBoundLine"] | components["schemas"]["ResumeAttemptedLine"] | components["schemas"]["ResumeSucceededLine"] | components["schemas"]["ResumeFailedLine"] | components["schemas"]["HistoryInjectedLine"] | components["schemas"]["SummaryRecordedLine"] | components["schemas"]["MemoryInjectedLine"] | components["schemas"]["ConversationArchivedLine"] | components["schemas"]["ConversationReactivatedLine"] | components["schemas"]["ConversationClearedLine"])[];
         };
         /** FunctionIn */
         FunctionIn: {
@@ -1343,45 +1402,87 @@ export interface components {
             output_tokens: number;
             conversations: components["schemas"]["ConversationPart"][];
         };
-        /** SessionArchivedLine */
-        SessionArchivedLine: {
+        /**
+         * RetentionCapReached
+         * @description A turn was refused because it would take the conversation past a cap of its
+         *         retention policy (recorded once, on the first refusal under that policy).
+         */
+        RetentionCapReached: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            type: "session_archived";
-            /** @default null */
-            reason?: string | null;
+            type: "retention_cap_reached";
+            /** @enum {unknown} */
+            limit: "bytes" | "messages";
+            cap: number;
+            size: number;
+            /**
+             * @default conversation
+             * @enum {unknown}
+             */
+            source?: "conversation" | "store";
+            at: string;
         };
-        /** SessionReactivatedLine */
-        SessionReactivatedLine: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "session_reactivated";
+        /**
+         * RetentionCause
+         * @description Why retention acted: the policy in force, whose it was, and how long the
+         *         conversation had been idle (days) when it was decided. Public, in every store.
+         */
+        RetentionCause: {
+            /** @enum {unknown} */
+            source: "conversation" | "store";
+            policy: components["schemas"]["RetentionPolicy"];
+            /** @default null */
+            idle_days?: number | null;
         };
-        /** SessionStartedLine */
-        SessionStartedLine: {
+        /**
+         * RetentionPolicy
+         * @description What a conversation's retention asks for; every field None: keep everything.
+         */
+        RetentionPolicy: {
+            /** @default null */
+            archive_after_days?: number | null;
+            /** @default null */
+            erase_after_days?: number | null;
+            /** @default null */
+            max_messages?: number | null;
+            /** @default null */
+            max_bytes?: number | null;
+            /**
+             * @default refuse
+             * @enum {unknown}
+             */
+            over_cap?: "compact" | "refuse";
+        };
+        /**
+         * RetentionPolicySet
+         * @description The retention policy in force from here on (convlog.domain.retention): in a
+         *         conversation, its own; in the store's settings stream, the store's, for every
+         *         conversation without one of its own. Every field None keeps everything.
+         */
+        RetentionPolicySet: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            type: "session_started";
+            type: "retention_policy_set";
             /** @default null */
-            user?: string | null;
+            archive_after_days?: number | null;
             /** @default null */
-            agent?: string | null;
+            erase_after_days?: number | null;
             /** @default null */
-            channel?: string | null;
+            max_messages?: number | null;
             /** @default null */
-            title?: string | null;
-            /** @default null */
-            workspace?: string | null;
-            /** @default {} */
-            metadata?: {
-                [key: string]: unknown;
-            };
+            max_bytes?: number | null;
+            /**
+             * @default refuse
+             * @enum {unknown}
+             */
+            over_cap?: "compact" | "refuse";
+            /** @default false */
+            pinned?: boolean;
+            at: string;
         };
         /**
          * SqlIn
@@ -1525,7 +1626,7 @@ export interface components {
             at: string;
             type: string;
             details: string;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"];
         };
         /**
          * TitleChanged
