@@ -17,6 +17,13 @@ Needs the optional extra: ``pip install 'convlog[acp]'`` (the
     run.py         serving on stdio, shutdown
     helper.py      `AgentSessions`: session/load and the id mapping for Python agents
 
+Also here:
+- `checks`: the checks of what a client sends to the methods the proxy serves itself.
+- `lifecycle`: session/close, delete, fork, and the facts an agent reports (title,
+  context window).
+- `preamble`: the host's system prompt in a prompt, recorded as the preamble, not as
+  dialogue.
+
 May import: the public facade (`import convlog`), the application services
 (`convlog.services`), domain and projection types, and the `acp` SDK. It is an
 integration room: never storage or the views, and no events written around the

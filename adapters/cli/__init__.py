@@ -6,5 +6,12 @@ arguments (`arguments`), one function per command (`commands`, or a module of it
 own), terminal and JSON output (`render`), and the scripted demo (`demo`, run by
 `make demo`).
 
+Also here:
+- `acp`, `serve`, `watch`, `otel`, `importing`, `keys`, `pages`, `views`: one module per
+  command family (`convlog acp`, `serve`, `watch`, `export --otel`, `import`,
+  `keys`/`forget`, `html`/`report`, `replay`/`diff`).
+- `failures`: how a failed command says so (exit status, one line or one JSON document).
+- `demo_acp`: `make demo-acp`, the restart story over ACP.
+
 May import: anything of ours. Nothing imports `cli/`, and only `cli/` imports the demo.
 """

@@ -10,6 +10,9 @@ escaped HTML or as JSON in a `<script type="application/json">` block (Jinja2's
 `tojson`, which escapes `<`, `>`, `&` and `'`), and the page's own scripts put it in
 the document with `textContent`, never `innerHTML`.
 
+Also here:
+- `publish`: writing the pages (one file per conversation, a report folder).
+
 May import: the facade (`import convlog`), the application services, the domain and
 the projections. Needs `jinja2` (the `convlog[html]` extra).
 """

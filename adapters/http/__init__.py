@@ -21,6 +21,13 @@ machines sharing one log (on PostgreSQL) talk to it over HTTP + JSON. Lives here
 
 Needs the `http` extra (`pip install 'convlog[http]'`): Starlette, uvicorn, httpx.
 
+Also here:
+- `transport`: the connection layer (uvicorn's httptools protocol, with the limits it
+  lacks).
+- `guard`: what a web page must not make the server do (outermost ASGI middleware).
+- `memory`: the memory endpoints and the context across a user's conversations.
+- `__main__`: `python -m convlog.http` prints the OpenAPI document.
+
 May import: the facade (`import convlog`), the application services
 (`convlog.services.*`), the domain and the projections; never storage/ or views/.
 """

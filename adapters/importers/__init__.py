@@ -10,6 +10,9 @@ the one mapping the Claude Agent SDK store shares. Importers only
 read: the driver in convlog.services.import_run records each conversation as one
 batch.
 
+Also here:
+- `follow`: reading a transcript that is still being written (complete lines only).
+
 May import: the facade (`convlog`), convlog.services, convlog.domain,
 convlog.projections. Never storage or the views.
 """

@@ -18,6 +18,11 @@ Every store keeps the SDK's own item verbatim in the message's `raw` (what the S
 gets back is exactly what it gave), and a readable message beside it, so contexts,
 costs and the HTML pages work on SDK conversations too.
 
+Also here:
+- `adk_pairs`: ADK events for `get_session`, function calls and responses paired.
+- `openai_nearest`: a message another host wrote, as the nearest Responses items.
+- `settled`: writes that a cancelled caller still waits for.
+
 May import: the public facade (`import convlog`), the application services
 (`convlog.services`), domain and projection types, and the SDKs. It is an
 integration room: never storage or the views, no events written around the services.

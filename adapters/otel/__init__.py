@@ -7,6 +7,10 @@ specs, the export loop with its exactly-once position (`exporter`), that positio
 store (`tracking`, an eventsourcing TrackingRecorder in SQLite beside the log), and
 the SDK's side (`sdk`: SDK spans, the OTLP/HTTP exporter; imported only to send).
 
+Also here:
+- `invocation`, `tools`, `content`: a turn's `invoke_agent`, `chat` and `execute_tool`
+  spans and their messages in the GenAI conventions' schema.
+
 May import: the facade (`convlog`), convlog.services, convlog.domain,
 convlog.projections; eventsourcing's tracking types; opentelemetry (the `otel`
 extra) in `sdk` only. Never storage or views.

@@ -11,6 +11,19 @@ and any other surface that takes a host's lines), and `anthropic_blocks`, the on
 mapping of Anthropic content blocks that the Claude Code importer and the Claude Agent
 SDK store share (pairing needs one view of tool blocks).
 
+Also here:
+- `items`: the live history (current epoch, not retracted) an SDK store hands back.
+- `memory`: memory blocks: inject (decided inside the write), cooldown, live blocks.
+- `summary`: one conversation at a glance, without building a context.
+- `privacy`: erasure and key management on an open log; `redacting`: the `redact=` hook.
+- `importing`: an importer's contract; `import_run`: the import driver (a conversation,
+  one batch); `import_usage`: tokens and USD of an import.
+- `requests`: a request's idempotency key carried into its write.
+- `jsonstrict`: the one JSON decoder of everything a host sends.
+- `feed`: the whole log as one ordered feed, for exporters; `sidecar`: a follower's own
+  state file.
+- `shown_counts`: the token count a reader is shown for a message.
+
 May import: the domain, the projections, `storage/`, `views/`, `accounting/`.
 Never `cli/` or an integration room: entry points call in, services never call out.
 """

@@ -7,6 +7,16 @@ stores (`sealed`, also a STORED FORMAT), and one module per technology with the 
 shape: `sqlite` (with `sqlite_wal`, its checkpointer, and `sqlite_keys`, its key
 table), `postgres` (with `postgres_keys`), `memory`.
 
+Also here:
+- `recorder`: the typed seam (`ConvlogRecorder`) every backend's recorder implements.
+- `sqlite_open`, `sqlite_readers`: opening a SQLite file others may be making; read
+  connections without locks.
+- `postgres_pool`, `postgres_requests`, `postgres_token_counts`: PostgreSQL while the
+  database is away, and its side of requests and token_counts.
+- `requests`: the answers of keyed HTTP requests, kept in the store.
+- `token_counts`: token counts made on read, kept beside the events.
+- `raw_items`: a message row read as an SDK store needs it, and no further.
+
 May import: the domain, `crypto/` (keys and ciphers), and other modules of
 `storage/`. Never the services, the views, `accounting/` or `cli/`: a store knows
 events, not what hosts do with them.

@@ -15,6 +15,7 @@ import inside a function is caught too.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,18 @@ def test_every_room_is_documented() -> None:
         doc = ast.get_docstring(ast.parse(init.read_text())) if init.exists() else None
         assert (doc and "May import" in doc) or room in ("domain", "projections"), (
             f"{room}/__init__.py must say what lives there and what it may import")
+
+
+def test_every_module_is_named_in_its_rooms_docstring() -> None:
+    """A newcomer reads a room's `__init__` to find where a thing lives: each module of
+    the room is named there (a new module is added to its room's map)."""
+    missing = []
+    for room in [*ROOMS, *integration_rooms()]:
+        folder = ROOT / room
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+        missing += [f"{room}/{path.name}" for path in sorted(folder.glob("*.py"))
+                    if path.stem != "__init__" and not re.search(rf"\b{path.stem}\b", doc)]
+    assert not missing, "not named in their room's __init__ docstring:\n" + "\n".join(missing)
 
 
 def test_the_check_catches_an_outward_import(tmp_path: Path) -> None:
