@@ -1,0 +1,1 @@
+"""The fidelity matrix (issue 41): every writer x every reader, one conversation."""

@@ -1,0 +1,105 @@
+"""The round-trip rules of the fidelity matrix, in one place.
+
+A cell (writer x reader) passes when what the reader gives back equals what the
+writer sent (tests/fidelity/conversation.py), less exactly the facts the rules below
+take away. Each rule is named and says why; a rule names its writers and readers
+(None: all of them). Nothing else may differ: the dialogue comes back in order,
+every text, call (name and arguments), result and image equal.
+
+Normalisations every reader may make (applied while reading, tests/fidelity/readers.py):
+- `coalesced-chunks`: text streamed in chunks of one message comes back as one text
+  (ACP's `agent_message_chunk`s, an SDK's streamed deltas).
+- `ids-by-pairing`: a tool call's id is not compared: a result is compared in its
+  place after its call, so a reused id that keeps its own result reads back equal
+  whether the reader hands it back renamed (`call-1~2`, `call-1_2`) or as stored.
+- `arguments-as-json`: arguments are compared as JSON values, not as strings.
+- `image-by-reference`: an image is its URL, or `sha256:<hex>` of its bytes, which
+  is the reference convlog keeps of inline image data (the bytes themselves go to
+  no store of convlog's).
+- `usage-per-response`: usage is compared as input/output tokens of each model
+  response; a reader that adds a turn's usage up gives the same figures here, since
+  each turn has one response with usage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tests.fidelity.conversation import Facts
+
+CONTEXTS = frozenset({"context-xml", "context-markdown", "context-messages"})
+HAPPENED = frozenset({"transcript", "view-user"})
+IMPORTERS = frozenset({"import-claude-code", "import-openai", "import-codex"})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Facts of `kinds` that do not come back from `readers` when `writers` wrote."""
+
+    name: str
+    why: str
+    kinds: frozenset[str]
+    writers: frozenset[str] | None = None
+    readers: frozenset[str] | None = None
+
+    def applies(self, writer: str, reader: str) -> bool:
+        return ((self.writers is None or writer in self.writers)
+                and (self.readers is None or reader in self.readers))
+
+
+def rule(name: str, why: str, kinds: set[str], writers: set[str] | frozenset[str] | None = None,
+         readers: set[str] | frozenset[str] | None = None) -> Rule:
+    return Rule(name, why, frozenset(kinds), None if writers is None else frozenset(writers),
+                None if readers is None else frozenset(readers))
+
+
+# ---------------------------------------------------------------- per reader
+
+READER_RULES = [
+    rule("history-is-dialogue",
+         "the injected history is what was said and done; the title is the catalog's, "
+         "usage the costs', and the system prompt goes before the history, from the host",
+         {"title", "usage", "system"}, readers=CONTEXTS),
+    rule("what-happened-has-no-repair",
+         "the transcript and the user's view show what happened: a lost result is a call "
+         "with no result there; the repair is what a model is handed (contexts, the "
+         "agent's view, the stores' reads)",
+         {"lost"}, readers=HAPPENED),
+    rule("views-are-dialogue",
+         "the transcript and the replay views are the conversation's lines; the title "
+         "and usage are the catalog's and the costs'",
+         {"title", "usage"}, readers=HAPPENED | {"view-agent"}),
+    rule("the-user-never-saw-the-preamble",
+         "a system prompt is for the model: the transcript and the user's view leave it out",
+         {"system"}, readers=HAPPENED),
+    rule("spans-have-no-title",
+         "the GenAI conventions have no conversation title",
+         {"title"}, readers={"otel"}),
+]
+
+# ---------------------------------------------------------------- per writer
+
+WRITER_RULES = [
+    rule("system-prompts-are-not-stored",
+         "the library and HTTP refuse a system message (SystemMessageRejected): the host "
+         "keeps its system prompt and passes it to the model itself",
+         {"system"}, writers={"library", "http"}),
+    rule("messages-are-what-was-recorded",
+         "the library's and HTTP's own read (`messages()`) gives the messages as "
+         "recorded: a lost result is no message; the contexts repair it",
+         {"lost"}, writers={"library", "http"}, readers={"native"}),
+]
+
+RULES = READER_RULES + WRITER_RULES
+
+
+def names() -> list[str]:
+    return [r.name for r in RULES]
+
+
+def expected(writer: str, reader: str, sent: Facts) -> tuple[Facts, list[str]]:
+    """What `reader` must give back of what `writer` sent, and the rules applied."""
+    applied = [r for r in RULES if r.applies(writer, reader)]
+    gone = {k for r in applied for k in r.kinds}
+    return Facts([f for f in sent.dialogue if f.kind not in gone],
+                 [f for f in sent.meta if f.kind not in gone]), [r.name for r in applied]
