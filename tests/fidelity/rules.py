@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tests.fidelity.conversation import Facts
+from tests.fidelity.conversation import USAGE, Fact, Facts
 
 CONTEXTS = frozenset({"context-xml", "context-markdown", "context-messages"})
 HAPPENED = frozenset({"transcript", "view-user"})
 IMPORTERS = frozenset({"import-claude-code", "import-openai", "import-codex"})
+MESSAGES_READ = IMPORTERS | {"library", "http", "watch"}
+"""Writers whose own read is the log's messages (`messages()`, `GET .../messages`)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class Rule:
     kinds: frozenset[str]
     writers: frozenset[str] | None = None
     readers: frozenset[str] | None = None
+    values: frozenset[str] | None = None
+    """Only the facts of these values (None: every fact of `kinds`)."""
+
+    def takes(self, fact: Fact) -> bool:
+        return fact.kind in self.kinds and (self.values is None or fact.value in self.values)
 
     def applies(self, writer: str, reader: str) -> bool:
         return ((self.writers is None or writer in self.writers)
@@ -48,9 +55,11 @@ class Rule:
 
 
 def rule(name: str, why: str, kinds: set[str], writers: set[str] | frozenset[str] | None = None,
-         readers: set[str] | frozenset[str] | None = None) -> Rule:
+         readers: set[str] | frozenset[str] | None = None, values: set[str] | None = None
+         ) -> Rule:
     return Rule(name, why, frozenset(kinds), None if writers is None else frozenset(writers),
-                None if readers is None else frozenset(readers))
+                None if readers is None else frozenset(readers),
+                None if values is None else frozenset(values))
 
 
 # ---------------------------------------------------------------- per reader
@@ -85,9 +94,26 @@ WRITER_RULES = [
          "keeps its system prompt and passes it to the model itself",
          {"system"}, writers={"library", "http"}),
     rule("messages-are-what-was-recorded",
-         "the library's and HTTP's own read (`messages()`) gives the messages as "
-         "recorded: a lost result is no message; the contexts repair it",
-         {"lost"}, writers={"library", "http"}, readers={"native"}),
+         "the log's own read (`messages()`, `GET .../messages`) gives the messages as "
+         "recorded: a lost result is no message; the contexts and the stores' reads "
+         "repair it",
+         {"lost"}, writers=MESSAGES_READ, readers={"native"}),
+    rule("claude-code-transcripts-have-no-system-prompt",
+         "Claude Code keeps its system prompt in the CLI: its transcript has no entry "
+         "for it, so neither the importer nor `convlog watch` can carry one",
+         {"system"}, writers={"import-claude-code", "watch"}),
+    rule("imported-system-prompts-are-skipped",
+         "an OpenAI document's system message and a Codex rollout's instructions are "
+         "skipped and counted by the importer (convlog.importers.responses: convlog "
+         "stores no system prompt it did not see sent as a preamble)",
+         {"system"}, writers={"import-openai", "import-codex"}),
+    rule("one-usage-per-document",
+         "a Chat Completions document has one `usage`, the last response's, put on its "
+         "last assistant message: the earlier responses' usage is not in the file",
+         {"usage"}, writers={"import-openai"}, values={f"{USAGE[0][0]}/{USAGE[0][1]}"}),
+    rule("codex-rollouts-have-no-title",
+         "a Codex rollout names no title (the CLI shows the first prompt)",
+         {"title"}, writers={"import-codex"}),
 ]
 
 RULES = READER_RULES + WRITER_RULES
@@ -100,6 +126,7 @@ def names() -> list[str]:
 def expected(writer: str, reader: str, sent: Facts) -> tuple[Facts, list[str]]:
     """What `reader` must give back of what `writer` sent, and the rules applied."""
     applied = [r for r in RULES if r.applies(writer, reader)]
-    gone = {k for r in applied for k in r.kinds}
-    return Facts([f for f in sent.dialogue if f.kind not in gone],
-                 [f for f in sent.meta if f.kind not in gone]), [r.name for r in applied]
+    def kept(facts: list[Fact]) -> list[Fact]:
+        return [f for f in facts if not any(r.takes(f) for r in applied)]
+
+    return Facts(kept(sent.dialogue), kept(sent.meta)), [r.name for r in applied]

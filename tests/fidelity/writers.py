@@ -105,8 +105,18 @@ def http(tmp: Path) -> Written:
     return Written("http", url, key, sent(Fact("image", PNG_URL)), native, tmp)
 
 
-WRITERS: dict[str, Writer] = {
-    "library": library,
-    "http": http,
-}
+def _writers() -> dict[str, Writer]:
+    from tests.fidelity import writers_files as files
+
+    return {
+        "library": library,
+        "http": http,
+        "import-claude-code": files.import_claude_code,
+        "import-openai": files.import_openai,
+        "import-codex": files.import_codex,
+        "watch": files.watch,
+    }
+
+
+WRITERS: dict[str, Writer] = _writers()
 """Every writer, by the name the matrix and the rules use."""
