@@ -86,6 +86,10 @@ class Facts:
     meta: list[Fact] = field(default_factory=list)
 
     def add(self, fact: Fact) -> None:
+        if fact.kind == "result":
+            from tests.fidelity.rules import result_value
+
+            fact = Fact("result", result_value(fact.value))
         (self.dialogue if fact.kind in DIALOGUE else self.meta).append(fact)
 
     def text(self, role: str, text: str | None) -> None:

@@ -16,6 +16,13 @@ Normalisations every reader may make (applied while reading, tests/fidelity/read
 - `image-by-reference`: an image is its URL, or `sha256:<hex>` of its bytes, which
   is the reference convlog keeps of inline image data (the bytes themselves go to
   no store of convlog's).
+- `results-as-returned`: a tool result wrapped by its SDK is compared as the tool
+  returned it: ADK hands a function's plain return value to the model as
+  `{"result": value}` and stores it so (`result_value`).
+- `otel-grace-0`: the OTel export runs with `--grace 0`, so the last turn (its call
+  waiting for a result that never comes) goes out without waiting for time to pass;
+  a writer that writes a turn in many transactions (ADK: an event each) runs on the
+  test's clock, so no gap between its transactions passes that grace.
 - `usage-per-response`: usage is compared as input/output tokens of each model
   response; a reader that adds a turn's usage up gives the same figures here, since
   each turn has one response with usage.
@@ -23,9 +30,24 @@ Normalisations every reader may make (applied while reading, tests/fidelity/read
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from tests.fidelity.conversation import USAGE, Fact, Facts
+
+
+def result_value(text: str) -> str:
+    """`results-as-returned`: ADK's `{"result": "..."}` is the text it wraps."""
+    if text.startswith('{"result": '):
+        try:
+            found = json.loads(text)
+        except ValueError:
+            return text
+        if isinstance(found, dict) and list(found) == ["result"] and isinstance(
+                found["result"], str):
+            return found["result"]
+    return text
+
 
 CONTEXTS = frozenset({"context-xml", "context-markdown", "context-messages"})
 HAPPENED = frozenset({"transcript", "view-user"})
@@ -100,8 +122,21 @@ WRITER_RULES = [
          {"lost"}, writers=MESSAGES_READ, readers={"native"}),
     rule("claude-code-transcripts-have-no-system-prompt",
          "Claude Code keeps its system prompt in the CLI: its transcript has no entry "
-         "for it, so neither the importer nor `convlog watch` can carry one",
-         {"system"}, writers={"import-claude-code", "watch"}),
+         "for it, so neither the importer, `convlog watch` nor the Claude Agent SDK's "
+         "store (given the transcript's entries) can carry one",
+         {"system"}, writers={"import-claude-code", "watch", "claude-agent-sdk"}),
+    rule("instructions-are-not-session-items",
+         "the OpenAI Agents SDK and ADK send an agent's instructions to the model from "
+         "the agent's definition on every run; neither hands them to its session store",
+         {"system"}, writers={"openai-agents", "google-adk"}),
+    rule("sdk-sessions-have-no-title",
+         "the OpenAI Agents `Session` protocol and ADK's sessions have no title",
+         {"title"}, writers={"openai-agents", "google-adk"}),
+    rule("items-carry-no-usage",
+         "a Responses input item has no usage: `get_items` hands back the items; the "
+         "run's usage (from the Runner's context) is on the log's messages, for costs, "
+         "spans and the page",
+         {"usage"}, writers={"openai-agents"}, readers={"native"}),
     rule("imported-system-prompts-are-skipped",
          "an OpenAI document's system message and a Codex rollout's instructions are "
          "skipped and counted by the importer (convlog.importers.responses: convlog "
