@@ -2,8 +2,8 @@
 
 An ADK event is kept whole, as its JSON (`raw = {"event": ...}`), and read back with
 `Event.model_validate`: what `get_session` returns is what `append_event` was given.
-Beside it, the readable message: the author's words, tool calls and results, and the
-model's usage (`usage_metadata`, `model_version`) so costs work.
+Beside it, the readable message: the author's words, images (by reference), tool calls
+and results, and the model's usage (`usage_metadata`, `model_version`) so costs work.
 
 Three kinds of records live in the log beside them, none a message (issue 41:
 `Message.record`, convlog.domain.records): ``{"adk": "session", "state": ...,
@@ -16,6 +16,9 @@ event is, for `get_session`.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 from typing import Any
 
@@ -23,6 +26,7 @@ import msgspec
 
 from convlog.domain.content import (
     AnyPart,
+    ImagePart,
     TextPart,
     ThinkingPart,
     ToolResultPart,
@@ -66,12 +70,37 @@ def _parts(content: dict[str, Any] | None) -> list[AnyPart]:
             parts.append(ToolUsePart(id=str(call.get("id") or call.get("name") or "call"),
                                      name=str(call.get("name") or "tool"),
                                      arguments=json.dumps(call.get("args") or {})))
+        elif isinstance(part.get("inline_data"), dict) or isinstance(part.get("file_data"), dict):
+            image = _image(part)
+            if image is not None:
+                parts.append(image)
         elif isinstance(part.get("function_response"), dict):
             answer = part["function_response"]
             parts.append(ToolResultPart(
                 tool_use_id=str(answer.get("id") or answer.get("name") or "call"),
                 content=json.dumps(answer.get("response"))))
     return parts
+
+
+def _image(part: dict[str, Any]) -> ImagePart | None:
+    """An image part as a reference (what every reader shows), as the Anthropic
+    mapping makes it: its URI, or the SHA-256 and size of inline bytes (kept whole in
+    the event, for `get_session`). Other media (audio, PDF) stay in the event only."""
+    blob = part.get("inline_data") or part.get("file_data") or {}
+    media = blob.get("mime_type")
+    if isinstance(media, str) and not media.startswith("image/"):
+        return None
+    if isinstance(blob.get("file_uri"), str):
+        return ImagePart(ref=blob["file_uri"], media_type=media)
+    data = blob.get("data")
+    if not isinstance(data, str):
+        return None
+    try:  # pydantic dumps bytes as URL-safe base64
+        raw = base64.urlsafe_b64decode(data.replace("+", "-").replace("/", "_"))
+    except (binascii.Error, ValueError):
+        return None
+    return ImagePart(ref=f"sha256:{hashlib.sha256(raw).hexdigest()}", media_type=media,
+                     size=len(raw))
 
 
 def _usage(usage: dict[str, Any] | None) -> Usage | None:

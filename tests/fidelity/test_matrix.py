@@ -20,14 +20,10 @@ from tests.fidelity.readers import LOG_READERS, READERS
 from tests.fidelity.rules import expected
 from tests.fidelity.writers import WRITERS, Written
 
-ADK_IMAGE = ("the ADK store keeps the user's inline image in the event (get_session "
-             "returns it) but its readable message has no image part: every reader of "
-             "the log loses it")
 CLAUDE_TITLE = ("the Claude Agent SDK store keeps Claude Code's `summary` entry (the "
                 "session's title) as a record for `load`, but the conversation gets no "
                 "title: the page (and the catalog) show none, unlike the importer's")
 XFAIL: dict[tuple[str, str], str] = {
-    **{("google-adk", r): ADK_IMAGE for r in READERS if r != "native"},
     ("claude-agent-sdk", "html"): CLAUDE_TITLE,
 }
 """(writer, reader): the loss a cell shows today, named precisely."""
