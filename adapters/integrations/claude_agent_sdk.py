@@ -10,7 +10,9 @@ keyed ``claude:<project>/<session>[/<subpath>]`` with each part percent-encoded,
 two keys collide however the parts are spelt. How the protocol maps, and why:
 
 - `append`: one write (one transaction); the entry's ``uuid`` is the message
-  id, so a retried batch is skipped by convlog's own dedupe, in the same write.
+  id, so a retried batch is skipped by convlog's own dedupe, in the same write. A
+  ``summary`` entry (Claude Code's title for the session) also titles the
+  conversation (`title_changed`), as the importer does.
 - `load`: the live entries of the current epoch, each exactly as appended (`raw`);
   None for a key never written or deleted (the protocol allows both).
 - `list_sessions`, `list_subkeys`: from the session catalog (channel
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from urllib.parse import quote, unquote
 
 import convlog
@@ -37,10 +39,11 @@ from convlog.domain.conversation import (
     Clear,
     Command,
     Conversation,
+    RecordFact,
     StartConversation,
 )
 from convlog.domain.errors import InvalidInput, UnknownConversation
-from convlog.domain.events import ConversationStarted
+from convlog.domain.events import ConversationStarted, TitleChanged
 from convlog.domain.messages import Message
 from convlog.integrations.claude_entries import paired_entries, sound_entries, to_message
 from convlog.integrations.extras import require
@@ -92,6 +95,19 @@ def _joined(project: str, session: str, subpath: str | None) -> str:
 def _join(project: object, session: object, subpath: object) -> str:
     parts = (project, session) if subpath is None else (project, session, subpath)
     return PREFIX + "/".join(quote(str(p), safe="") for p in parts)
+
+
+def _title(entries: list[SessionStoreEntry]) -> str | None:
+    """The title Claude Code's newest `summary` entry gives the session (the importer's
+    rule, convlog.importers.claude_code): the conversation's title in the catalog, the
+    page and `sessions`, while the entry itself stays a record for `load`."""
+    found = None
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("type") == "summary":
+            text = entry.get("summary")
+            if isinstance(text, str) and text.strip():
+                found = text
+    return found
 
 
 def _millis(moment: datetime | None) -> int:
@@ -146,17 +162,21 @@ class ConvlogSessionStore:
         to, inside the write, rather than by a query of its own before it (issue 30)."""
         batches: dict[int, AppendMessages] = {}
 
+        title = _title(entries)
+
         def commands(state: Conversation, fresh: bool) -> list[Command]:
             epoch = state.epoch if state.started else 0
             if epoch not in batches:  # built once, unless a retry meets a new epoch
                 batches[epoch] = AppendMessages(messages=self._messages(entries, epoch))
+            titled: list[Command] = [] if title is None or title == state.title else [
+                RecordFact(event=TitleChanged(at=datetime.now(UTC), title=title))]
             if state.started and (self.user is None or self.user == state.user):
-                return [batches[epoch]]  # the start would decide nothing (issue 30)
+                return [batches[epoch], *titled]  # the start would decide nothing (issue 30)
             return [StartConversation(channel=CHANNEL, user=self.user, agent=self.agent,
                                       workspace=key["project_key"],
                                       metadata={k: v for k, v in key.items()
                                                 if isinstance(v, str)}),
-                    batches[epoch]]
+                    batches[epoch], *titled]
 
         self.log.writer.decide(conversation_key(key), commands)
 

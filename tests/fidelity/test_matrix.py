@@ -20,12 +20,7 @@ from tests.fidelity.readers import LOG_READERS, READERS
 from tests.fidelity.rules import expected
 from tests.fidelity.writers import WRITERS, Written
 
-CLAUDE_TITLE = ("the Claude Agent SDK store keeps Claude Code's `summary` entry (the "
-                "session's title) as a record for `load`, but the conversation gets no "
-                "title: the page (and the catalog) show none, unlike the importer's")
-XFAIL: dict[tuple[str, str], str] = {
-    ("claude-agent-sdk", "html"): CLAUDE_TITLE,
-}
+XFAIL: dict[tuple[str, str], str] = {}
 """(writer, reader): the loss a cell shows today, named precisely."""
 
 _written: dict[str, Written] = {}
