@@ -75,6 +75,7 @@ from convlog.domain.errors import (
 from convlog.domain.memory import MemoryCooling
 from convlog.domain.messages import Message
 from convlog.domain.renamed import renamed
+from convlog.domain.retention import CapReached, RetentionPolicy
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView, RepairMark, ViewEntry
@@ -92,6 +93,7 @@ from convlog.services.redacting import Redactor
 from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume.resumption import ConversationPart, ResumptionContext
 from convlog.services.resume.run import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
+from convlog.services.retention import RetentionAction, RetentionInForce, RetentionRun
 from convlog.services.summary import ConversationSummary
 from convlog.storage.errors import (
     ConcurrencyError,
@@ -206,6 +208,7 @@ __all__ = [
     "Attempt",
     "BadKey",
     "Budget",
+    "CapReached",
     "CatalogRow",
     "Client",
     "ConcurrencyError",
@@ -242,6 +245,10 @@ __all__ = [
     "RepairMark",
     "ResumeOutcome",
     "ResumptionContext",
+    "RetentionAction",
+    "RetentionInForce",
+    "RetentionPolicy",
+    "RetentionRun",
     "StorageError",
     "StorageUnavailable",
     "SystemMessageRejected",

@@ -456,6 +456,7 @@ if TYPE_CHECKING:
 Command = (
     StartConversation | AppendMessages | BindNativeSession | Archive | Reactivate | Clear
     | RecordFact | RequireUser | InjectMemory | Forget | Retract | SetMemoryPolicy
+    | SetRetentionPolicy | Expire | NoteCapReached
 )
 
 

@@ -17,6 +17,7 @@ from datetime import datetime
 
 import msgspec
 
+from convlog.domain.retention import STORE_CHANNEL
 from convlog.projections.views import Column, Table, View
 
 
@@ -55,11 +56,11 @@ RECORD_FIELDS: dict[str, object] = {
 
 _MESSAGE = f"FILTER (WHERE topic = 'message_appended' AND NOT {RECORD_SQL})"
 
-STATE_CHANNELS = ("google-adk-state",)
+STATE_CHANNELS = ("google-adk-state", STORE_CHANNEL)
 """Channels of conversations that are a surface's own state, not conversations (the
 Google ADK service's app- and user-scoped state, ``adk-state:<app>[/<user>]``): kept
 in the catalog for the service's own reads, left out of every list of conversations
-(issue 41)."""
+(issue 41); and the store's settings stream (its retention policy: issue 48)."""
 
 SESSIONS = Table(
     "sessions",
@@ -91,10 +92,12 @@ SESSIONS = Table(
                    'title_changed') AND e.title IS NOT NULL),
                max(e.workspace) {_STARTED},
                max(COALESCE(e.metadata.client, e.channel)) {_STARTED},
-               arg_max(CASE topic WHEN 'session_archived' THEN 'archived'
-                                  WHEN 'conversation_deleted' THEN 'deleted' ELSE 'active' END,
+               arg_max(CASE WHEN topic IN ('session_archived', 'conversation_erased')
+                                THEN 'archived'
+                                WHEN topic = 'conversation_deleted' THEN 'deleted'
+                                ELSE 'active' END,
                        version) FILTER (WHERE topic IN ('session_started', 'session_archived',
-                       'session_reactivated', 'conversation_deleted')),
+                       'session_reactivated', 'conversation_deleted', 'conversation_erased')),
                min("at") {_STARTED},
                max("at"),
                max("at") {_MESSAGE},

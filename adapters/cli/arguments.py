@@ -171,11 +171,6 @@ def check_export(args: argparse.Namespace) -> None:
                          "go with --otel")
 
 
-def expire(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--idle-days", type=positive_float, required=True, metavar="N")
-    p.add_argument("--dry-run", action="store_true", help="only list what would be archived")
-
-
 def views(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", choices=("refresh", "rebuild"), default="refresh")
     p.add_argument("--follow", action="store_true",

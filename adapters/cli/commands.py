@@ -151,7 +151,8 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
-def cmd_expire(log: ConversationLog, args: argparse.Namespace) -> None:
+def cmd_expire_idle(log: ConversationLog, args: argparse.Namespace) -> None:
+    """`convlog expire --idle-days N` (convlog.cli.retention has the command)."""
     rows = log.expire(idle_days=args.idle_days, dry_run=args.dry_run)
     if args.json:
         print_json({"archived": [] if args.dry_run else [r.key for r in rows],

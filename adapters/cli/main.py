@@ -17,6 +17,7 @@ from contextlib import nullcontext
 from typing import Any
 
 import convlog
+from convlog.cli import retention
 from convlog.cli.arguments import Parser, UsageError
 from convlog.cli.failures import fail, fail_usage
 from convlog.cli.registry import BY_NAME, COMMANDS
@@ -37,6 +38,7 @@ def _common(parser: argparse.ArgumentParser, *, top: bool, json: bool = True) ->
     parser.add_argument("--context-window-depth", metavar="N", type=int, default=default,
                         help=f"turns before a memory id may be injected again "
                         f"(default: ${ENV_DEPTH}, else 10)")
+    retention.add_options(parser, default)
     if not json:
         return
     parser.add_argument("--json", action="store_true",
@@ -96,12 +98,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ.get("CONVLOG_KEY") or os.environ.get("CONVLOG_KEY_FILE"))
             cap, depth = memory_policy(args.max_injected_blocks_in_history,
                                        args.context_window_depth)
+            # a process's retention options, checked before anything is opened
+            kept = retention.options(args) if (command.creates_database or command.name
+                                               == "expire") and not keyless else None
             with ConversationLog.with_options(
                     args.db, LogOptions(create=command.creates_database,
                                         max_injected_blocks_in_history=cap,
                                         context_window_depth=depth),
                     master_key="public" if keyless else "env") as log, \
                     visible_output() if terminal else nullcontext():
+                if kept is not None:  # recorded unless a policy was set on purpose
+                    log.set_store_retention_policy(kept, pinned=False)
                 command.run(log, args)
     except UsageError as exc:
         fail_usage(exc, parser.commands[command.name].format_usage(), as_json=as_json)

@@ -11,7 +11,18 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from convlog.cli import acp, arguments, commands, importing, keys, pages, serve, views, watch
+from convlog.cli import (
+    acp,
+    arguments,
+    commands,
+    importing,
+    keys,
+    pages,
+    retention,
+    serve,
+    views,
+    watch,
+)
 from convlog.services.log import ConversationLog
 
 Arguments = Callable[[argparse.ArgumentParser], None]
@@ -66,8 +77,14 @@ COMMANDS: tuple[Command, ...] = (
     Command("export", "write every view to Parquet files, or send the log to an "
                       "OpenTelemetry receiver (--otel, needs convlog[otel])",
             arguments.export, commands.cmd_export, check=arguments.check_export),
-    Command("expire", "archive conversations idle for N days (deletes nothing)",
-            arguments.expire, commands.cmd_expire),
+    Command("expire", "carry out the retention policy now: archive and erase what it "
+                      "asks (--dry-run lists it); --idle-days N: archive what is idle",
+            retention.expire_arguments, retention.cmd_expire),
+    Command("retention", "show or set the retention policy of the store or of a "
+                         "conversation",
+            retention.arguments, retention.cmd_retention, check=retention.check),
+    Command("info", "the store: where, encrypted or not, its retention policy",
+            retention.info_arguments, retention.cmd_info),
     Command("views", "the DuckDB read models: catch up, rebuild, or follow the log",
             arguments.views, commands.cmd_views),
     Command("show", "the messages of a conversation as the user saw them",

@@ -16,6 +16,7 @@ Also here:
 - `memory`: memory blocks: inject (decided inside the write), cooldown, live blocks.
 - `summary`: one conversation at a glance, without building a context.
 - `privacy`: erasure and key management on an open log; `redacting`: the `redact=` hook.
+- `retention`: the retention policy set, read and carried out (archive, erase).
 - `importing`: an importer's contract; `import_run`: the import driver (a conversation,
   one batch); `import_usage`: tokens and USD of an import.
 - `requests`: a request's idempotency key carried into its write.

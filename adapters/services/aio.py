@@ -18,6 +18,7 @@ from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
 from convlog.domain.renamed import old_method
+from convlog.domain.retention import RetentionPolicy
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView
@@ -35,6 +36,7 @@ from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume.resumption import ResumptionContext
 from convlog.services.resume.run import ResumeOutcome, ResumeRun, Tier
 from convlog.services.resume.tiers import resume_async
+from convlog.services.retention import RetentionInForce, RetentionRun
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
@@ -146,6 +148,23 @@ class AsyncConversationLog:
 
     async def live_memory(self, key: str, *, at: int | None = None) -> list[MemoryBlock]:
         return await asyncio.to_thread(self.sync.live_memory, key, at=at)
+
+    async def retention_policy(self, key: str) -> RetentionInForce:
+        return await asyncio.to_thread(self.sync.retention_policy, key)
+
+    async def set_retention_policy(self, key: str, policy: RetentionPolicy) -> bool:
+        return await asyncio.to_thread(self.sync.set_retention_policy, key, policy)
+
+    async def store_retention_policy(self) -> RetentionInForce:
+        return await asyncio.to_thread(self.sync.store_retention_policy)
+
+    async def set_store_retention_policy(self, policy: RetentionPolicy, *,
+                                         pinned: bool = True) -> bool:
+        return await asyncio.to_thread(self.sync.set_store_retention_policy, policy,
+                                       pinned=pinned)
+
+    async def enforce_retention(self, *, dry_run: bool = False) -> RetentionRun:
+        return await asyncio.to_thread(self.sync.enforce_retention, dry_run=dry_run)
 
     async def info(self, key: str) -> ConversationInfo:
         return await asyncio.to_thread(self.sync.info, key)
@@ -293,6 +312,12 @@ class AsyncConversationHandle:
 
     async def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
         return await self.log.live_memory(self.key, at=at)
+
+    async def set_retention_policy(self, policy: RetentionPolicy) -> bool:
+        return await self.log.set_retention_policy(self.key, policy)
+
+    async def retention_policy(self) -> RetentionInForce:
+        return await self.log.retention_policy(self.key)
 
     async def info(self) -> ConversationInfo:
         return await self.log.info(self.key)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.messages import Message
+from convlog.domain.retention import RetentionPolicy
 from convlog.projections.context import Budget
 from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
@@ -21,6 +22,7 @@ from convlog.projections.view_diff import ViewDiff
 from convlog.services.context import Context, Summarizer
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume.run import ResumeOutcome, Tier
+from convlog.services.retention import RetentionInForce
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 if TYPE_CHECKING:
@@ -112,6 +114,14 @@ class ConversationHandle:
 
     def live_memory(self, *, at: int | None = None) -> list[MemoryBlock]:
         return self.log.live_memory(self.key, at=at)
+
+    def set_retention_policy(self, policy: RetentionPolicy) -> bool:
+        """This conversation's own retention policy from here on (see the log's)."""
+        return self.log.set_retention_policy(self.key, policy)
+
+    def retention_policy(self) -> RetentionInForce:
+        """The retention policy in force for this conversation, and whose it is."""
+        return self.log.retention_policy(self.key)
 
     def context(self, *, budget: Budget | None = None, format: str = "xml",
                 exclude: Iterable[str] = (), summarizer: Summarizer | None = None,

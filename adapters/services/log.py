@@ -39,6 +39,7 @@ from convlog.domain.events import MessageAppended, Recorded
 from convlog.domain.memory import InjectMemory, check_depth
 from convlog.domain.messages import Message
 from convlog.domain.records import is_record
+from convlog.domain.retention import RetentionPolicy
 from convlog.projections.context import Budget
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.projections.moment import last_version, parse_moment
@@ -47,7 +48,7 @@ from convlog.projections.replay_views import view as _view
 from convlog.projections.timeline import TimelineRow, timeline
 from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.projections.view_diff import ViewDiff, diff
-from convlog.services import items, privacy
+from convlog.services import items, privacy, retention
 from convlog.services.catalog import CatalogQueries
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
@@ -72,6 +73,7 @@ from convlog.services.resume.resumption import ResumptionContext
 from convlog.services.resume.resumption import build as build_resumption
 from convlog.services.resume.run import ResumeOutcome, ResumeRun, Tier, record_injection
 from convlog.services.resume.tiers import resume
+from convlog.services.retention import RetentionInForce, RetentionRun
 from convlog.services.shown_counts import shown_tokens
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary, summarize
 from convlog.services.writer import Writer
@@ -513,6 +515,40 @@ class ConversationLog(CatalogQueries):
         return build_resumption(self.builder(model), self.analytics, user=user,
                                 workspace=workspace, conversations=conversations,
                                 budget=budget, fmt=format)
+
+    def retention_policy(self, key: str) -> RetentionInForce:
+        """The retention policy in force for conversation `key`: its own, else the
+        store's (docs/settings.md#retention), and whose it is."""
+        return retention.in_force(self._writer, key)
+
+    def set_retention_policy(self, key: str, policy: RetentionPolicy) -> bool:
+        """Conversation `key`'s own retention policy from now on (it must exist;
+        pinned: a process's options never change it). Returns whether anything was
+        recorded (nothing when the same policy is in force)."""
+        return retention.set_policy(self._writer, policy, key)
+
+    def store_retention_policy(self) -> RetentionInForce:
+        """The store's retention policy: what holds for every conversation without
+        one of its own (source ``none``: keep everything)."""
+        return retention.in_force(self._writer)
+
+    def set_store_retention_policy(self, policy: RetentionPolicy, *,
+                                   pinned: bool = True) -> bool:
+        """The store's retention policy from now on. `pinned=False` is a process's
+        options (`--erase-after-days`..., $CONVLOG_ERASE_AFTER_DAYS...): it leaves a
+        policy set on purpose alone. Returns whether anything was recorded."""
+        return retention.set_policy(self._writer, policy, pinned=pinned)
+
+    def enforce_retention(self, *, dry_run: bool = False) -> RetentionRun:
+        """Archive and erase what the retention policy in force asks now, each action
+        recorded as an event; `dry_run` lists exactly that and writes nothing. After
+        an erasure the views' file is deleted (it held the erased titles): it is
+        rebuilt from the log on next use."""
+        done = retention.run(self._writer, dry_run=dry_run)
+        if done.rows_erased:
+            self._discard_views()
+            self._analytics = None
+        return done
 
     def expire(self, *, idle_days: float, dry_run: bool = False) -> list[CatalogRow]:
         """Archive active conversations idle for `idle_days` or more (nothing is

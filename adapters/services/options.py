@@ -19,11 +19,52 @@ from convlog.accounting.prices import ModelPrice
 from convlog.domain.errors import InvalidInput
 from convlog.domain.memory import check_depth
 from convlog.domain.numbers import whole_number
+from convlog.domain.retention import RetentionPolicy, check_policy
 from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH, check_cap
 from convlog.services.redacting import Redactor
 
 ENV_CAP = "CONVLOG_MAX_INJECTED_BLOCKS_IN_HISTORY"
 ENV_DEPTH = "CONVLOG_CONTEXT_WINDOW_DEPTH"
+RETENTION_ENV = {
+    "archive_after_days": "CONVLOG_ARCHIVE_AFTER_DAYS",
+    "erase_after_days": "CONVLOG_ERASE_AFTER_DAYS",
+    "max_messages": "CONVLOG_MAX_MESSAGES",
+    "max_bytes": "CONVLOG_MAX_BYTES",
+}
+"""The environment variables of a process's retention options (docs/settings.md)."""
+
+
+def retention_options(given: dict[str, float | int | None], *, env: bool = True
+                      ) -> RetentionPolicy | None:
+    """The store retention policy a command-line process was given: each field from
+    its flag (`given`, None: not given), else (`env`) its variable of
+    `RETENTION_ENV`; None when neither gave any. A bad value is an InvalidInput
+    naming the flag or variable."""
+    fields: dict[str, float | int | None] = {}
+    for name, var in RETENTION_ENV.items():
+        value = given.get(name)
+        if value is None and env and os.environ.get(var, "").strip():
+            raw = os.environ[var].strip()
+            number: float | int | None
+            if name.startswith("max_"):
+                number = whole_number(raw)
+            else:
+                try:
+                    number = float(raw)
+                except ValueError:
+                    number = None
+            if number is None:
+                raise InvalidInput(f"must be a {'whole ' if name.startswith('max_') else ''}"
+                                   f"number, not {raw!r}", field=var)
+            value = number
+        fields[name] = value
+    if all(v is None for v in fields.values()):
+        return None
+    try:
+        return check_policy(RetentionPolicy(**fields))  # type: ignore[arg-type]
+    except InvalidInput as exc:
+        flag = "--" + (exc.field or "").replace("_", "-")
+        raise InvalidInput(exc.reason, field=flag) from None
 
 
 def memory_policy(cap: int | None = None, depth: int | None = None) -> tuple[int, int]:

@@ -23,6 +23,7 @@ from convlog.domain.conversation import (
     AppendMessages,
     Command,
     Conversation,
+    NoteCapReached,
     RecordFact,
     SetMemoryPolicy,
     StartConversation,
@@ -31,6 +32,7 @@ from convlog.domain.conversation import (
 from convlog.domain.events import HistoryInjected, MessageAppended, Recorded, SummaryRecorded
 from convlog.domain.memory import InjectMemory
 from convlog.domain.messages import Message
+from convlog.domain.retention import STORE_KEY, STORE_STREAM, CapReached, RetentionPolicy
 from convlog.projections.memory import DEFAULT_DEPTH
 from convlog.services import requests
 from convlog.services.redacting import Redactor, redact_command
@@ -42,6 +44,10 @@ __all__ = ["Decide", "Writer"]
 
 _HOST_OWN = (AppendMessages, InjectMemory)
 """Commands of the host's own batches (see `Writer._with_policy`)."""
+
+RETENTION_REFRESH = 5.0
+"""Seconds (of the log's clock) a writer keeps the store's retention policy before
+reading it again: another process's new policy caps this one's turns from then on."""
 
 Decide = Callable[[Conversation, bool], Sequence[Command]]
 """Commands chosen inside the write: (the state written to, whether it was just read
@@ -65,6 +71,8 @@ class Writer:
         records none, e.g. a maintenance open)."""
         self.lock = threading.RLock()
         """Held by every write of this process (maintenance takes it too)."""
+        self._retention: RetentionPolicy | None = None
+        self._retention_until: float | None = None
 
     def prepare(self, commands: Sequence[Command]) -> list[Command]:
         """The steps before a decision: redaction first (before anything else sees the
@@ -123,6 +131,26 @@ class Writer:
         return self._write(key, lambda state, fresh: self.prepare(decide(state, fresh)),
                            origins)
 
+    def execute_settings(self, commands: Decide) -> tuple[Conversation, list[Recorded]]:
+        """Record `commands(state, fresh)` in the store's settings stream
+        (`STORE_STREAM`: the store's retention policy), under the write lock."""
+        return self.store.execute(STORE_STREAM, STORE_KEY, commands, slot=self.lock)
+
+    def store_retention(self) -> RetentionPolicy | None:
+        """The store's retention policy (convlog.services.retention), read again
+        every `RETENTION_REFRESH` seconds: its caps hold for every conversation
+        without a policy of its own."""
+        until = self._retention_until
+        if until is None or self.store.clock.elapsed() >= until:
+            state = self.store.load(STORE_STREAM, STORE_KEY, fresh=True)
+            self.retention_changed(state.retention)
+        return self._retention
+
+    def retention_changed(self, policy: RetentionPolicy | None) -> None:
+        """The store's policy as this process just recorded (or read) it."""
+        self._retention = policy
+        self._retention_until = self.store.clock.elapsed() + RETENTION_REFRESH
+
     def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
         """Which of `ids` the conversation already holds (indexed queries; an unknown
         conversation holds none)."""
@@ -154,8 +182,14 @@ class Writer:
         # The write slot is held by each attempt, not across a conflict's reload and
         # back-off (ConversationStore.execute): a race on one conversation never
         # stalls this process's other writes.
-        state, saved = self.store.execute(cid, key, with_known_ids, origins, slot=self.lock,
-                                          mark=claim.entry if claim is not None else None)
+        try:
+            state, saved = self.store.execute(
+                cid, key, with_known_ids, origins, slot=self.lock,
+                mark=claim.entry if claim is not None else None)
+        except CapReached as refused:  # nothing was written; the refusal is, once
+            note: list[Command] = [NoteCapReached.of(refused)]
+            self.store.execute(cid, key, lambda _s, _f: note, slot=self.lock)
+            raise
         if claim is not None and saved:
             claim.used = True
         return state, saved
@@ -166,7 +200,9 @@ class Writer:
         batch's commands (after the one that starts the conversation), when the batch
         is the host's own (a new conversation, a turn, a memory block): opening an
         existing conversation or a maintenance write
-        (archive, a resume fact) never changes the policy in force."""
+        (archive, a resume fact) never changes the policy in force. A turn also
+        carries the store's retention policy, whose caps it must respect."""
+        commands = self._with_retention(commands)
         policy = self.policy
         if policy is None or state.memory_pinned:
             return commands
@@ -181,6 +217,15 @@ class Writer:
             return commands
         at = 0 if state.started else 1
         return [*commands[:at], policy, *commands[at:]]
+
+
+    def _with_retention(self, commands: Sequence[Command]) -> Sequence[Command]:
+        retention = self.store_retention()
+        if retention is None or (retention.max_messages is None
+                                 and retention.max_bytes is None):
+            return commands
+        return [msgspec.structs.replace(c, store_retention=retention)
+                if isinstance(c, AppendMessages) else c for c in commands]
 
 
 def _recounted(command: RecordFact) -> RecordFact:

@@ -16,6 +16,8 @@ Also here:
 - `requests`: the answers of keyed HTTP requests, kept in the store.
 - `token_counts`: token counts made on read, kept beside the events.
 - `raw_items`: a message row read as an SDK store needs it, and no further.
+- `erasure`: a conversation's events with their text removed in place (an erasure by
+  the retention policy), also a STORED FORMAT.
 
 May import: the domain, `crypto/` (keys and ciphers), and other modules of
 `storage/`. Never the services, the views, `accounting/` or `cli/`: a store knows

@@ -102,9 +102,15 @@ class PostgresKeyTable:
                                      t=snapshot_table), (stream,))
 
     def erase(self, vacuum: bool = False) -> None:
-        """VACUUM FULL the key table (and the events and snapshots when `vacuum`):
-        the old row versions' bytes leave the table files."""
+        """VACUUM FULL the key table (and, when `vacuum`, every table of the
+        store's schema: events, snapshots, kept answers, token counts, the message
+        index): the old row versions' bytes leave the table files."""
         with self.datastore.get_connection() as conn:
             conn.execute(self._q("VACUUM FULL {s}.{k}"))
             if vacuum:
-                conn.execute(self._q("VACUUM FULL {s}.{e}"))
+                tables = [r["tablename"] for r in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename "
+                    "<> %s ORDER BY tablename", (self.datastore.schema, KEYS_TABLE)
+                ).fetchall()]
+                for table in tables:
+                    conn.execute(self._q("VACUUM FULL {s}.{t}", t=table))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITER = ROOT / "adapters" / "services" / "writer.py"
-WRITING_SERVICES = ("resume/run", "context", "memory", "items", "privacy", "import_run")
+WRITING_SERVICES = ("resume/run", "context", "memory", "items", "privacy", "import_run",
+                    "retention")
 
 
 def sources() -> list[Path]:
