@@ -1,7 +1,8 @@
 """Read models in DuckDB, for analysts: the view store, the queries on it, charts.
 
 Lives here: the DuckDB store that catches up from the event log exactly once
-(`duckdb`), the catalog and cost queries (`analytics`), resume telemetry
+(`duckdb`), the catalog and cost queries (`analytics`; the catalog's statement in
+`catalog_sql`), resume telemetry
 (`telemetry`) and the PNG chart of it (`chart`).
 
 Also here:

@@ -19,13 +19,14 @@ from convlog.accounting.prices import PriceTable
 from convlog.accounting.tokens import count_tokens
 from convlog.domain.errors import InvalidInput
 from convlog.projections.adk_sessions import ADK
-from convlog.projections.catalog import CATALOG, STATE_CHANNELS, ConversationFacts
+from convlog.projections.catalog import CATALOG, ConversationFacts
 from convlog.projections.repair_counts import REPAIRS, TOOL_REPAIR_COUNTS
 from convlog.projections.telemetry import TELEMETRY
 from convlog.projections.usage import USAGE
 from convlog.projections.views import View
 from convlog.storage.application import ConversationStore
 from convlog.views.adk import fill_adk_sessions
+from convlog.views.catalog_sql import catalog_query
 from convlog.views.pricing import ViewPrices
 from convlog.views.readonly import check_read_only
 from convlog.views.repairs import fill_repairs
@@ -62,8 +63,6 @@ _USAGE_SUMS = """
         WHERE price_version IS NOT NULL), [])) AS price_versions
 """
 
-
-_STATE_CHANNELS = ", ".join(f"'{c}'" for c in STATE_CHANNELS)
 
 
 class CatalogRow(ConversationFacts, frozen=True, kw_only=True):
@@ -160,49 +159,9 @@ class Analytics:
                  include_archived: bool = False, idle_before: datetime | None = None,
                  limit: int | None = None, workspace: str | None = None,
                  key: str | None = None) -> list[CatalogRow]:
-        # a surface's own state (ADK's adk-state: scopes) is no conversation
-        where: list[str] = [f"(s.channel IS NULL OR s.channel NOT IN ({_STATE_CHANNELS}))"]
-        params: list[object] = []
-        if key is not None:  # one conversation's row (a summary)
-            where.append("s.key = ?")
-            params.append(key)
-        if user is not None:
-            where.append('s."user" = ?')
-            params.append(user)
-        if workspace is not None:
-            where.append("s.workspace = ?")
-            params.append(workspace)
-        if agent is not None:
-            where.append("s.agent = ?")
-            params.append(agent)
-        if not include_archived:
-            where.append("s.status = 'active'")
-        if idle_before is not None:
-            where.append("s.last_active_at < ?")
-            params.append(idle_before.astimezone(UTC).replace(tzinfo=None))
-        sql = f"""
-            WITH s AS (SELECT * FROM sessions s WHERE {' AND '.join(where)}),
-            -- Semi-joins first: only the selected conversations' rows are joined.
-            u AS (SELECT * FROM conversation_usage
-                  WHERE conversation_id IN (SELECT conversation_id FROM s)),
-            agents AS (
-                SELECT conversation_id, list(agent ORDER BY messages DESC, agent)[1:5] AS top
-                FROM conversation_agents WHERE conversation_id IN (SELECT conversation_id
-                                                                   FROM s)
-                GROUP BY conversation_id)
-            SELECT s.key, s."user", s.agent, s.channel, s.title, s.workspace, s.status,
-                   s.created_at, s.last_active_at, s.message_count, s.content_tokens,
-                   COALESCE(u.input_tokens, 0) AS input_tokens,
-                   COALESCE(u.output_tokens, 0) AS output_tokens,
-                   COALESCE(u.cache_read_tokens, 0) AS cache_read_tokens,
-                   COALESCE(u.cache_write_tokens, 0) AS cache_write_tokens,
-                   u.cost_usd, COALESCE(u.cost_unknown, FALSE) AS cost_incomplete,
-                   COALESCE(a.top, []) AS top_agents, s.version, s.native_session_id,
-                   COALESCE(s.forgotten, FALSE) AS forgotten
-            FROM s LEFT JOIN u USING (conversation_id)
-                   LEFT JOIN agents a USING (conversation_id)
-            ORDER BY s.last_active_at DESC NULLS LAST, s.key
-            {'LIMIT ' + str(int(limit)) if limit else ''}"""
+        sql, params = catalog_query(user=user, agent=agent, include_archived=include_archived,
+                                    idle_before=idle_before, limit=limit,
+                                    workspace=workspace, key=key)
         return [msgspec.convert(r, CatalogRow) for r in self._rows(sql, params)]
 
     def agent_activity(self, keys: Sequence[str]) -> list[tuple[str | None, int]]:

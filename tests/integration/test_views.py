@@ -129,6 +129,31 @@ def test_costs_since_a_date(log: convlog.ConversationLog) -> None:
         log.costs(by="planet")
 
 
+def test_a_page_is_the_head_of_the_whole_catalog(clocked_log: convlog.ConversationLog,
+                                                 clock: ManualClock) -> None:
+    """A page is cut before its rows are joined with usage and agents (issue 45: the
+    first page no longer grows with the catalog): each page is the head of the whole
+    list, same rows, same figures, ties on activity broken by key, for every filter."""
+    log = clocked_log
+    for c in range(9):
+        if c % 3:  # every third conversation shares its moment with the one before
+            clock.advance(60)
+        log.conversation(f"c{c}", user=f"u{c % 2}", agent="copilot")
+        log.append_turn(f"c{c}", [
+            convlog.user(f"q{c}", id=f"{c}-q"),
+            convlog.assistant(f"a{c}", id=f"{c}-a", model="gpt-4o",
+                              agent="helper" if c % 2 else None,
+                              usage=convlog.Usage(input_tokens=100 + c, output_tokens=c))])
+    log.archive("c4")
+    for filters in ({}, {"user": "u1"}, {"agent": "copilot"}, {"include_archived": True}):
+        whole = log.conversations(**filters)
+        assert len(whole) >= 4
+        for limit in (1, 3, len(whole), len(whole) + 5):
+            assert log.conversations(limit=limit, **filters) == whole[:limit]
+    # c5 and c6 were active at the same moment: the key decides
+    assert [r.key for r in log.conversations(limit=4)] == ["c8", "c7", "c5", "c6"]
+
+
 def convlog_date(days: int) -> date:
 
     return (datetime.now(UTC) + timedelta(days=days)).date()
