@@ -19,6 +19,10 @@ Normalisations every reader may make (applied while reading, tests/fidelity/read
 - `results-as-returned`: a tool result wrapped by its SDK is compared as the tool
   returned it: ADK hands a function's plain return value to the model as
   `{"result": value}` and stores it so (`result_value`).
+- `where-a-repair-goes`: a lost result's repair answers its call; a reader may put it
+  right after the call (a model's input: the contexts, the spans) or where the turn
+  ends (ACP's replay and the agent's view: after what the agent said meanwhile), so
+  it is compared right after its call (`repairs_after_calls`).
 - `otel-grace-0`: the OTel export runs with `--grace 0`, so the last turn (its call
   waiting for a result that never comes) goes out without waiting for time to pass;
   a writer that writes a turn in many transactions (ADK: an event each) runs on the
@@ -37,16 +41,36 @@ from tests.fidelity.conversation import USAGE, Fact, Facts
 
 
 def result_value(text: str) -> str:
-    """`results-as-returned`: ADK's `{"result": "..."}` is the text it wraps."""
-    if text.startswith('{"result": '):
-        try:
-            found = json.loads(text)
-        except ValueError:
-            return text
-        if isinstance(found, dict) and list(found) == ["result"] and isinstance(
-                found["result"], str):
-            return found["result"]
-    return text
+    """`results-as-returned`: ADK's `{"result": "..."}` is the text it wraps; a result
+    that is a JSON object or array is compared as JSON (`arguments-as-json`)."""
+    if not text.startswith(("{", "[")):
+        return text
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(found, dict) and list(found) == ["result"] and isinstance(
+            found["result"], str):
+        return str(found["result"])
+    return json.dumps(found, sort_keys=True, separators=(",", ":"))
+
+
+def repairs_after_calls(dialogue: list[Fact]) -> list[Fact]:
+    """`where-a-repair-goes`: each lost result right after the newest call of its tool
+    that has no result yet."""
+    out: list[Fact] = []
+    for fact in dialogue:
+        if fact.kind != "lost":
+            out.append(fact)
+            continue
+        at = len(out)
+        for i in range(len(out) - 1, -1, -1):
+            if out[i].kind == "call" and out[i].value.split(" ", 1)[0] == fact.value and (
+                    i + 1 == len(out) or out[i + 1].kind not in ("result", "lost")):
+                at = i + 1
+                break
+        out.insert(at, fact)
+    return out
 
 
 CONTEXTS = frozenset({"context-xml", "context-markdown", "context-messages"})
@@ -103,6 +127,17 @@ READER_RULES = [
     rule("the-user-never-saw-the-preamble",
          "a system prompt is for the model: the transcript and the user's view leave it out",
          {"system"}, readers=HAPPENED),
+    rule("load-replays-no-preamble",
+         "ACP's `session/load` replays each prompt without the host's preamble: the "
+         "host sent it and keeps it; the agent's view and the page show it",
+         {"system"}, writers={"acp"}, readers={"native"}),
+    rule("acp-usage-is-the-context-window",
+         "ACP's `usage_update` is the context window's fill (`used` of `size`), no "
+         "response's token usage: it is kept as it came (context_window_reported, or "
+         "with its turn) and `session/load` replays it; the other readers show tokens "
+         "per response, which an ACP agent does not report",
+         {"usage"}, writers={"acp"},
+         readers=CONTEXTS | HAPPENED | {"view-agent", "otel", "html"}),
     rule("spans-have-no-title",
          "the GenAI conventions have no conversation title",
          {"title"}, readers={"otel"}),

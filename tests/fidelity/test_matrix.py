@@ -17,10 +17,18 @@ import pytest
 
 import convlog
 from tests.fidelity.readers import LOG_READERS, READERS
-from tests.fidelity.rules import expected
+from tests.fidelity.rules import expected, repairs_after_calls
 from tests.fidelity.writers import WRITERS, Written
 
-XFAIL: dict[tuple[str, str], str] = {}
+ACP_IMAGE = ("an image a host sends through `convlog acp` as inline data is recorded as "
+             "`inline:image/png`, a reference that names no image (the Claude and ADK "
+             "stores keep its SHA-256 and size); `session/load` replays the bytes")
+ACP_PREAMBLE = ("the OTel export leaves out the preamble the ACP proxy recorded "
+                "(preamble_sent): the span carries no gen_ai.system_instructions")
+XFAIL: dict[tuple[str, str], str] = {
+    **{("acp", r): ACP_IMAGE for r in READERS if r != "native"},
+}
+XFAIL["acp", "otel"] = f"{ACP_IMAGE}; {ACP_PREAMBLE}"
 """(writer, reader): the loss a cell shows today, named precisely."""
 
 _written: dict[str, Written] = {}
@@ -72,5 +80,7 @@ def test_what_a_writer_sent_a_reader_gives_back(
         got = read(log, w.key, w.workdir) if reader == "otel" else read(log, w.key)
     want, applied = expected(writer, reader, w.sent)
     got = got.sorted()
+    got.dialogue, want.dialogue = (repairs_after_calls(got.dialogue),
+                                   repairs_after_calls(want.dialogue))
     assert got.dialogue == want.dialogue, f"rules applied: {applied}"
     assert got.meta == want.meta, f"rules applied: {applied}"

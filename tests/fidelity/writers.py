@@ -106,6 +106,7 @@ def http(tmp: Path) -> Written:
 
 
 def _writers() -> dict[str, Writer]:
+    from tests.fidelity import writers_acp as acp
     from tests.fidelity import writers_files as files
     from tests.fidelity import writers_sdks as sdks
 
@@ -116,6 +117,7 @@ def _writers() -> dict[str, Writer]:
         "import-openai": files.import_openai,
         "import-codex": files.import_codex,
         "watch": files.watch,
+        "acp": acp.acp_proxy,
         "openai-agents": sdks.openai_agents,
         "claude-agent-sdk": sdks.claude_agent_sdk,
         "google-adk": sdks.google_adk,
