@@ -19,7 +19,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tests.fidelity.conversation import PNG_B64 as IMAGE
 from tests.fidelity.conversation import SYSTEM, Fact, Facts, call, image_of_bytes, lost
@@ -96,7 +96,8 @@ async def _turn(db: str, workdir: Path, turn: int, session_id: str | None
     from tests.e2e.test_acp_proxy import kill_agents
 
     client = RecordingClient()
-    async with acp.spawn_agent_process(client, *proxy_command(db, agent_command("memory", workdir)),
+    async with acp.spawn_agent_process(cast(Any, client),
+                                       *proxy_command(db, agent_command("memory", workdir)),
                                        env=env(), use_unstable_protocol=True) as (conn, proc):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_info=CLIENT_INFO)
         if session_id is None:
@@ -126,7 +127,8 @@ async def _replay(db: str, workdir: Path, session_id: str) -> list[dict[str, Any
     )
 
     client = RecordingClient()
-    async with acp.spawn_agent_process(client, *proxy_command(db, agent_command("memory", workdir)),
+    async with acp.spawn_agent_process(cast(Any, client),
+                                       *proxy_command(db, agent_command("memory", workdir)),
                                        env=env(), use_unstable_protocol=True) as (conn, _):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_info=CLIENT_INFO)
         await conn.load_session(cwd=str(workdir), session_id=session_id, mcp_servers=[])
