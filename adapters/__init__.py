@@ -65,6 +65,7 @@ from convlog.domain.content import (
 )
 from convlog.domain.errors import (
     ArchivedConversation,
+    CompactedMeanwhile,
     ConversationForgotten,
     ConvlogError,
     InvalidInput,
@@ -81,6 +82,7 @@ from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView, RepairMark, ViewEntry
 from convlog.projections.view_diff import MissingMessage, ViewDiff
 from convlog.services.builders import assistant, tool, user
+from convlog.services.compaction import Compaction
 from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import ImportProgress, ImportSummary
@@ -211,6 +213,8 @@ __all__ = [
     "CapReached",
     "CatalogRow",
     "Client",
+    "CompactedMeanwhile",
+    "Compaction",
     "ConcurrencyError",
     "Context",
     "ConversationForgotten",

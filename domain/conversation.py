@@ -22,6 +22,7 @@ import msgspec
 from convlog.domain.content import check_token_count, check_unicode
 from convlog.domain.errors import (
     ArchivedConversation,
+    CompactedMeanwhile,
     ConversationForgotten,
     InvalidInput,
     UnknownConversation,
@@ -36,6 +37,7 @@ from convlog.domain.events import (
     ConversationReactivated,
     ConversationStarted,
     Event,
+    HistoryCompacted,
     HistoryInjected,
     MemoryInjected,
     MemoryPolicySet,
@@ -131,6 +133,13 @@ class Conversation(msgspec.Struct, kw_only=True):
     summary_version: int = 0
     """Position of the latest summary of this epoch (0: none), so a context finds it
     with one read however many messages came after it."""
+    compacted_version: int = 0
+    """Position of the latest compaction of this epoch (HistoryCompacted; 0: none)."""
+    compacted_to: int = 0
+    """The last log position that compaction replaces for the model (0: none): every
+    model-facing read of the epoch starts after it, with the compaction's summary."""
+    compactions: int = 0
+    """Compactions recorded (all epochs)."""
     native_session_id: str | None = None
     injected_native_session_ids: list[str] = []
     """Native sessions that already received injected history (at most once each)."""
@@ -245,10 +254,14 @@ def evolve(state: Conversation, event: Event) -> None:
         state.epoch += 1
         state.epoch_start_version = state.version
         state.epoch_start_message_count = state.message_count
-        state.summary_version = 0
+        state.summary_version = state.compacted_version = state.compacted_to = 0
         state.recent_memories = {}
     elif isinstance(event, SummaryRecorded):
         state.summary_version = state.version
+    elif isinstance(event, HistoryCompacted):
+        state.summary_version = state.compacted_version = state.version
+        state.compacted_to = event.to_version
+        state.compactions += 1
     elif isinstance(event, TitleChanged):
         state.title = event.title
     elif isinstance(event, ConversationDeleted):
@@ -292,7 +305,7 @@ def _erased(state: Conversation) -> None:
     state.epoch += 1
     state.epoch_start_version = state.version
     state.epoch_start_message_count = state.message_count
-    state.summary_version = 0
+    state.summary_version = state.compacted_version = state.compacted_to = 0
     state.recent_memories = {}
     state.title = state.workspace = None
     state.cap_noted = None
@@ -380,6 +393,27 @@ class Retract(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+class Compact(msgspec.Struct, frozen=True, kw_only=True):
+    """Record a compaction (HistoryCompacted). The service chose the range from the
+    log (the state holds no history) with the pairing rule, and asked the host's
+    summarizer; the decision checks it against the state being written to: the range
+    lies in the current epoch, after the compaction it folds in (`after`: the
+    position of the latest compaction it read, 0: none), so two compactions made at
+    once cannot both be recorded."""
+
+    after: int
+    from_version: int
+    to_version: int
+    through_message_id: str
+    message_count: int
+    text: str
+    tokens_before: int
+    tokens_after: int
+    kept: int = 0
+    summarizer: str | None = None
+    reason: str | None = None
+
+
 class RequireUser(msgspec.Struct, frozen=True, kw_only=True):
     """A guard, not a change: the batch is refused, as if the conversation did not
     exist (so a caller cannot probe keys), unless it belongs to `user`. Decided inside
@@ -456,7 +490,7 @@ if TYPE_CHECKING:
 Command = (
     StartConversation | AppendMessages | BindNativeSession | Archive | Reactivate | Clear
     | RecordFact | RequireUser | InjectMemory | Forget | Retract | SetMemoryPolicy
-    | SetRetentionPolicy | Expire | NoteCapReached
+    | SetRetentionPolicy | Expire | NoteCapReached | Compact
 )
 
 
@@ -508,7 +542,7 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     if isinstance(command, RecordFact) and isinstance(command.event, RESUME_FACTS):
         check_resumable(state)
     if not state.started:
-        if isinstance(command, Archive | Reactivate | Clear | Retract):
+        if isinstance(command, Archive | Reactivate | Clear | Retract | Compact):
             raise UnknownConversation(state.key)
         events.append(_start(state.key, StartConversation(), now))
     if isinstance(command, AppendMessages):
@@ -537,6 +571,8 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         _require_text(command.message_id, "message_id")
         events.append(MessageRetracted(at=now, message_id=command.message_id,
                                        reason=command.reason))
+    elif isinstance(command, Compact):
+        events.append(decide_compaction(state, command, now))
     elif isinstance(command, RecordFact):
         events.append(_checked_fact(msgspec.structs.replace(command.event, at=now), state))
     elif isinstance(command, InjectMemory):
@@ -546,6 +582,30 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         events.append(decide_memory(command, turns=state.turns, recent=state.recent_memories,
                                     bound_session=state.native_session_id, now=now))
     return events
+
+
+def decide_compaction(state: Conversation, c: Compact, now: datetime) -> HistoryCompacted:
+    """The compaction `c` as an event, if it still fits the state: its range starts in
+    the current epoch, ends after the compaction it folds in and within the log, and
+    that compaction is still the latest (else CompactedMeanwhile: choose again)."""
+    if c.after != state.compacted_version:
+        raise CompactedMeanwhile(state.key)
+    _require_text(c.through_message_id, "through_message_id")
+    _require_text(c.text, "text")
+    low = state.epoch_start_version
+    if not low < c.from_version <= c.to_version <= state.version \
+            or c.to_version <= state.compacted_to:
+        raise InvalidInput(
+            f"range {c.from_version}..{c.to_version} is not in the uncompacted part of "
+            f"the epoch ({max(low, state.compacted_to) + 1}..{state.version})",
+            field="to_version")
+    for name in ("message_count", "tokens_before", "tokens_after", "kept"):
+        check_token_count(getattr(c, name), name)
+    return HistoryCompacted(
+        at=now, from_version=c.from_version, to_version=c.to_version,
+        through_message_id=c.through_message_id, message_count=c.message_count,
+        text=c.text, tokens_before=c.tokens_before, tokens_after=c.tokens_after,
+        kept=c.kept, summarizer=c.summarizer, reason=c.reason)
 
 
 def retention_due(state: Conversation, store: RetentionPolicy | None, now: datetime

@@ -96,3 +96,14 @@ class ConversationForgotten(ConvlogError):
         self.user = user
         super().__init__(f"conversation {key!r} belongs to forgotten user {user!r}: it "
                          "records nothing more")
+
+
+class CompactedMeanwhile(ConvlogError):
+    """Another compaction of the conversation was recorded while this one was being
+    made (its summary would not fold the other's in): nothing was recorded; compact
+    again, which folds the newer summary in."""
+
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__(f"conversation {key!r} was compacted by another writer meanwhile: "
+                         "nothing recorded; compact again")

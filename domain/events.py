@@ -179,6 +179,34 @@ class SummaryRecorded(Event, tag="summary_recorded", frozen=True):
     summarizer: str | None = None
 
 
+class HistoryCompacted(Event, tag="history_compacted", frozen=True):
+    """The host compacted the history: for the model, the messages of log positions
+    `from_version`..`to_version` (the last of them `through_message_id`) are replaced
+    by `text`, a summary its summarizer made (folding the previous compaction's
+    summary in, so the latest compaction covers the epoch from its start). Nothing
+    is deleted or rewritten: the user's view, transcripts and replays keep every
+    message; the model-facing reads (contexts, SDK stores) start from the summary.
+    The range never splits a tool call from its result (the pairing rule)."""
+
+    from_version: int
+    to_version: int
+    through_message_id: str
+    message_count: int
+    """Messages the summary stands for (those of earlier compactions included)."""
+    text: str
+    tokens_before: int
+    """Tokens the model would have read for the range: the previous summary and the
+    messages folded in, each counted as the context counts it."""
+    tokens_after: int
+    """Tokens of `text`."""
+    kept: int = 0
+    """Live messages after the range when it was compacted (`keep_last`, or more to
+    keep a tool call with its result)."""
+    summarizer: str | None = None
+    """Who or what made the summary (a model, a host's function)."""
+    reason: str | None = None
+
+
 class MemoryInjected(Event, tag="memory_injected", frozen=True):
     """A block of retrieved memories the host placed before a turn. `text` is the
     exact block it sent (it starts with ``[Context from memory]``); `turn` is how many
@@ -363,6 +391,7 @@ AnyEvent = (
     | RetentionPolicySet
     | ConversationErased
     | RetentionCapReached
+    | HistoryCompacted
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)

@@ -49,6 +49,7 @@ from datetime import datetime
 from convlog.domain.events import (
     ConversationCleared,
     ConversationStarted,
+    HistoryCompacted,
     HistoryInjected,
     MemoryInjected,
     MessageAppended,
@@ -177,6 +178,8 @@ class AgentWalk:
             self._injected(r, e)
         elif isinstance(e, SummaryRecorded):
             self._summary(r, e)
+        elif isinstance(e, HistoryCompacted):
+            self._compacted(r, e)
         elif isinstance(e, MemoryInjected):
             self.enter_block(r, "memory", e.text, None,
                              f"memories {', '.join(e.memory_ids) or '-'}")
@@ -274,7 +277,25 @@ class AgentWalk:
                 note=f"sent after the injection at #{r.version}"))
 
     def _summary(self, r: Recorded, e: SummaryRecorded) -> None:
-        low, high = e.from_version, e.to_version
+        note = (f"{e.message_count} messages summarized, {e.tokens} tokens, "
+                f"log #{e.from_version}..#{e.to_version}"
+                + (f", by {e.summarizer}" if e.summarizer else ""))
+        self._replaced(r, e.from_version, e.to_version, e.text, note,
+                       f"replaced by the summary at #{r.version}")
+
+    def _compacted(self, r: Recorded, e: HistoryCompacted) -> None:
+        """A compaction: for the model, the range is the summary from here on."""
+        plural = "s" if e.message_count != 1 else ""
+        note = (f"compacted here: {e.message_count} message{plural} -> summary "
+                f"({e.tokens_before} -> {e.tokens_after} tokens), "
+                f"log #{e.from_version}..#{e.to_version}"
+                + (f", by {e.summarizer}" if e.summarizer else "")
+                + (f" ({e.reason})" if e.reason else ""))
+        self._replaced(r, e.from_version, e.to_version, e.text, note,
+                       f"compacted into the summary at #{r.version}")
+
+    def _replaced(self, r: Recorded, low: int, high: int, text: str, note: str,
+                  why: str) -> None:
         for s in reversed(self.slots):  # newest first: nothing older than `low` is inside
             if s.version < low:
                 break
@@ -283,10 +304,8 @@ class AgentWalk:
             inside = (s.kind == "message" and s.version <= high) or (
                 s.covers is not None and low <= s.covers[0] and s.covers[1] <= high)
             if inside:
-                s.gone = f"replaced by the summary at #{r.version}"
-        note = (f"{e.message_count} messages summarized, {e.tokens} tokens, "
-                f"log #{low}..#{high}" + (f", by {e.summarizer}" if e.summarizer else ""))
-        self.enter_block(r, "summary", e.text, (low, high), note)
+                s.gone = why
+        self.enter_block(r, "summary", text, (low, high), note)
 
     def _retracted(self, r: Recorded, e: MessageRetracted) -> None:
         """An SDK's pop: the message leaves the live history (contexts skip it from

@@ -136,6 +136,7 @@ def select_window(
     memory_cap: int = DEFAULT_CAP,
     imported: bool | Callable[[], bool] = False,
     own_tokens: Callable[[MessageAppended], int] | None = None,
+    floor: int = 0,
 ) -> Window:
     """Choose the newest messages that fit `budget`, reading `tail` (newest first)
     only as far as needed. `epoch_messages` is how many messages the current epoch
@@ -147,7 +148,9 @@ def select_window(
     conversation came from an importer (asked only when a result is missing).
     `own_tokens(event)`: the tokens of a message shown whole as its own text (its
     stored count, else its text counted in its model's family, as appends counted
-    before issue 45); without it, the stored count or `count`."""
+    before issue 45); without it, the stored count or `count`. `floor`: the last log
+    position a compaction replaced (convlog.domain.events.HistoryCompacted): nothing
+    at or before it is shown, even when its summary does not fit the budget."""
     chosen: list[ContextMessage] = []
     said: dict[int, _Said] = {}
     liveness = TailLiveness(memory_cap)
@@ -163,7 +166,7 @@ def select_window(
     gone: list[MessageAppended] = []
     for recorded in tail:
         event = recorded.event
-        if isinstance(event, ConversationCleared):
+        if isinstance(event, ConversationCleared) or recorded.version <= floor:
             break
         if isinstance(event, MessageRetracted):
             retracted.add(event.message_id)

@@ -19,6 +19,7 @@ from convlog.domain.events import (
     ConversationDeleted,
     ConversationStarted,
     Event,
+    HistoryCompacted,
     HistoryInjected,
     MemoryInjected,
     MemoryPolicySet,
@@ -90,6 +91,12 @@ def describe(event: Event, tokens: Callable[[MessageAppended], int | None] | Non
         return _pairs(range=f"{event.from_version}..{event.to_version}",
                       messages=event.message_count, tokens=event.tokens,
                       summarizer=event.summarizer) + f" | {shorten(event.text)}"
+    if isinstance(event, HistoryCompacted):
+        return _pairs(range=f"{event.from_version}..{event.to_version}",
+                      messages=event.message_count, tokens_before=event.tokens_before,
+                      tokens_after=event.tokens_after, kept=event.kept,
+                      summarizer=event.summarizer, reason=event.reason
+                      ) + f" | {shorten(event.text)}"
     if isinstance(event, MemoryInjected):
         return _pairs(block=event.block_id, memories=",".join(event.memory_ids),
                       turn=event.turn, native_session_id=event.native_session_id) + (

@@ -100,7 +100,8 @@ def _reason(m: ViewEntry, received: dict[int, ViewEntry], injections: list[ViewE
     if m.version < cleared_at:
         return f"before the clear at #{cleared_at}"
     got = received.get(m.version)
-    if got is not None and got.gone and (got.gone.startswith("replaced") or got.repairs):
+    if got is not None and got.gone and (got.gone.startswith(("replaced", "compacted"))
+                                         or got.repairs):
         return got.gone  # a summary replaced it, or pairing left it out of the input
     if injections:
         latest = injections[-1]

@@ -24,6 +24,7 @@ from convlog.domain.events import (
     ConversationReactivated,
     ConversationStarted,
     Event,
+    HistoryCompacted,
     HistoryInjected,
     MemoryInjected,
     MemoryPolicySet,
@@ -107,4 +108,8 @@ def samples() -> list[Event]:
             source="store", policy=RetentionPolicy(archive_after_days=30, erase_after_days=90),
             idle_days=91.25)),
         RetentionCapReached(at=AT, limit="messages", cap=10_000, size=10_002, source="store"),
+        HistoryCompacted(at=AT, from_version=1, to_version=40, through_message_id="m-38",
+                         message_count=36, text="The user chose JWT with rotating keys.",
+                         tokens_before=5_210, tokens_after=9, kept=10,
+                         summarizer="gpt-4o-mini", reason="context window 90% full"),
     ]

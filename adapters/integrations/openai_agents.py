@@ -36,7 +36,13 @@ from convlog.domain.conversation import AppendMessages, StartConversation
 from convlog.domain.errors import UnknownConversation
 from convlog.domain.events import ConversationStarted
 from convlog.integrations.extras import require
-from convlog.integrations.openai_items import from_message, paired_items, to_message
+from convlog.integrations.openai_items import (
+    compaction_summary,
+    from_message,
+    is_user_item,
+    paired_items,
+    to_message,
+)
 from convlog.integrations.settled import write_in_thread
 from convlog.projections.pair_causes import imported
 from convlog.services.items import retracted_since
@@ -128,7 +134,8 @@ class ConvlogSession:
         that keep the SDK's item are decoded without usage, tokens, times), then
         paired as one list (issue 28)."""
         try:
-            found = self.log.live_items(self.key, last=last)
+            found = self.log.live_items(self.key, last=last, summarized=compaction_summary,
+                                        kept=is_user_item)
         except UnknownConversation:
             return []
         # RawItem has every field pairing and from_message read (see its docstring)

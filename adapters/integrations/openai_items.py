@@ -28,7 +28,7 @@ from convlog.domain.content import (
     content_text,
 )
 from convlog.domain.errors import InvalidInput
-from convlog.domain.events import MessageAppended
+from convlog.domain.events import HistoryCompacted, MessageAppended
 from convlog.domain.messages import Message
 from convlog.integrations.openai_nearest import nearest_items
 from convlog.projections.pair_causes import lost_causes
@@ -42,7 +42,7 @@ from convlog.projections.pairing import (
     scope,
     well_paired,
 )
-from convlog.services.items import raws_tools, texts_skipped
+from convlog.services.items import item_tools, raws_tools, summary_id, texts_skipped
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 
@@ -285,3 +285,32 @@ def _expand(messages: Sequence[MessageAppended], tools: Sequence[Tools]
         seen.append(tool)
         owner.append(i)
     return items, seen, owner
+
+
+def compaction_summary(event: HistoryCompacted) -> MessageAppended:
+    """A compaction's summary as a session item: a user message, where OpenAI's own
+    compaction (`responses.compact`) puts its opaque `compaction` item after the user
+    messages it keeps. A user message, so the SDK's compaction session counts it as
+    it counts its own item: never a compaction candidate."""
+    text = summary_text(event)
+    item = {"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}]}
+    return MessageAppended(at=event.at, message_id=summary_id(event), role="user",
+                           content=text, raw=item)
+
+
+def summary_text(event: HistoryCompacted) -> str:
+    return (f"[convlog: summary of the {event.message_count} earlier messages of this "
+            f"conversation]\n{event.text}")
+
+
+def is_user_item(item: Any) -> bool:
+    """Whether a stored item is a user message (the rule of the SDK's compaction
+    session, `_is_user_message`): what OpenAI's compaction keeps of its range."""
+    raw = getattr(item, "raw", None)
+    if not isinstance(raw, dict):  # another host's message: a user's words, no results
+        return getattr(item, "role", None) == "user" and not getattr(item, "record", None) \
+            and not item_tools(item).results
+    if raw.get("type") == "message":
+        return raw.get("role") == "user"
+    return raw.get("role") == "user" and "content" in raw

@@ -25,8 +25,9 @@ from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
+from convlog.services.compaction import Compaction, compact_async
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
-from convlog.services.items import RawEntry, RawItem, RawJson
+from convlog.services.items import Kept, RawEntry, RawItem, RawJson, Summarized
 from convlog.services.log import ConversationLog
 from convlog.services.memory import MemoryBlock
 from convlog.services.options import LogOptions
@@ -115,14 +116,23 @@ class AsyncConversationLog:
                            ) -> MessageAppended | None:
         return await asyncio.to_thread(self.sync.retract_last, key, reason)
 
+    async def compact(self, key: str, summarizer: Summarizer | AsyncSummarizer, *,
+                      keep_last: int = 10, reason: str | None = None,
+                      summarizer_name: str | None = None, model: str | None = None
+                      ) -> Compaction | None:
+        """`ConversationLog.compact`; `summarizer` may be a coroutine function."""
+        return await compact_async(self.sync.builder(model), check_key(key), summarizer,
+                                   keep_last, reason, summarizer_name)
+
     async def live_messages(self, key: str, *, last: int | None = None
                             ) -> list[MessageAppended]:
         return await asyncio.to_thread(self.sync.live_messages, key, last=last)
 
-    async def live_items(self, key: str, *, last: int | None = None, raw_only: bool = False
+    async def live_items(self, key: str, *, last: int | None = None, raw_only: bool = False,
+                         summarized: Summarized | None = None, kept: Kept | None = None
                          ) -> list[MessageAppended | RawItem | RawEntry]:
         return await asyncio.to_thread(self.sync.live_items, key, last=last,
-                                       raw_only=raw_only)
+                                       raw_only=raw_only, summarized=summarized, kept=kept)
 
     async def live_json(self, key: str) -> list[MessageAppended | RawJson]:
         return await asyncio.to_thread(self.sync.live_json, key)
@@ -288,6 +298,14 @@ class AsyncConversationHandle:
 
     async def retract_last(self, reason: str | None = None) -> MessageAppended | None:
         return await self.log.retract_last(self.key, reason)
+
+    async def compact(self, summarizer: Summarizer | AsyncSummarizer, *,
+                      keep_last: int = 10, reason: str | None = None,
+                      summarizer_name: str | None = None, model: str | None = None
+                      ) -> Compaction | None:
+        return await self.log.compact(self.key, summarizer, keep_last=keep_last,
+                                      reason=reason, summarizer_name=summarizer_name,
+                                      model=model)
 
     async def live_messages(self, *, last: int | None = None) -> list[MessageAppended]:
         return await self.log.live_messages(self.key, last=last)

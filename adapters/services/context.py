@@ -25,6 +25,7 @@ from convlog.domain.conversation import (
 from convlog.domain.errors import InvalidInput, UnknownConversation
 from convlog.domain.events import (
     ConversationStarted,
+    HistoryCompacted,
     MessageAppended,
     MessageRetracted,
     Recorded,
@@ -94,7 +95,7 @@ def tail(store: ConversationStore, state: Conversation, page: int) -> Iterator[R
         if len(rows) < page:
             return
         upto = rows[-1].version - 1
-        if upto <= state.epoch_start_version:
+        if upto <= max(state.epoch_start_version, state.compacted_to):
             return
 
 
@@ -132,6 +133,8 @@ class ContextBuilder:
         rows = self.store.recorded(conversation_id(state.key), after=state.summary_version - 1,
                                    upto=state.summary_version)
         found = rows[0].event if rows else None
+        if isinstance(found, HistoryCompacted):  # a compaction's summary, as a summary
+            return as_summary(found)
         return found if isinstance(found, SummaryRecorded) else None
 
     def overheads(self, fmt: Format) -> tuple[int, int]:
@@ -165,7 +168,8 @@ class ContextBuilder:
             self.count, epoch_messages=state.message_count - state.epoch_start_message_count,
             summary=self.latest_summary(state), exclude=exclude, overhead_tokens=wrapper,
             per_message_tokens=per_message, memory_cap=state.policy()[0],
-            imported=lambda: self.imported(state), own_tokens=COUNTS.message)
+            imported=lambda: self.imported(state), own_tokens=COUNTS.message,
+            floor=state.compacted_to)
 
     def imported(self, state: Conversation) -> bool:
         """Whether the conversation came from an importer (its start says so): one
@@ -178,6 +182,7 @@ class ContextBuilder:
                      ) -> tuple[int, list[ContextMessage]]:
         """The messages older than the window and not yet in the summary, oldest first."""
         start = window.summary.to_version if window.summary else state.epoch_start_version
+        start = max(start, state.compacted_to)  # compacted: the summary stands for it
         end = window.messages[0].version - 1 if window.messages else state.version
         rows = self.store.recorded(conversation_id(state.key), after=start, upto=state.version)
         gone = exclude | {r.event.message_id for r in rows if isinstance(r.event, MessageRetracted)}
@@ -300,6 +305,14 @@ class ContextBuilder:
                     str(text), summarizer_name, form)
         return await asyncio.to_thread(self.finish, state, window, budget, form,
                                        _summarized(window))
+
+
+def as_summary(event: HistoryCompacted) -> SummaryRecorded:
+    """A compaction's summary as the context reads a summary: it covers the range."""
+    return SummaryRecorded(at=event.at, from_version=event.from_version,
+                           to_version=event.to_version, message_count=event.message_count,
+                           text=event.text, tokens=event.tokens_after,
+                           summarizer=event.summarizer)
 
 
 def _summarized(window: Window) -> int:

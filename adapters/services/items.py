@@ -17,7 +17,12 @@ from typing import Any
 
 from convlog.domain.conversation import Command, Conversation, Retract, conversation_id
 from convlog.domain.errors import UnknownConversation
-from convlog.domain.events import ConversationCleared, MessageAppended, MessageRetracted
+from convlog.domain.events import (
+    ConversationCleared,
+    HistoryCompacted,
+    MessageAppended,
+    MessageRetracted,
+)
 from convlog.projections.pairing import PartKinds, Tools, describe, message_tools
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
@@ -80,8 +85,18 @@ def live_messages(store: ConversationStore, state: Conversation, last: int | Non
     return found[::-1]
 
 
+Summarized = Callable[[HistoryCompacted], Any]
+"""A surface's own item standing for a compaction's summary (it must have a
+`message_id`, as a synthetic MessageAppended has)."""
+Kept = Callable[[Any], bool]
+"""Which items of a compacted range a surface still hands its model (OpenAI's
+compaction keeps every user message), or None: none."""
+
+
 def live_items(store: ConversationStore, key: str, last: int | None = None,
-               shape: Lean = RawItem) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
+               shape: Lean = RawItem, summarized: Summarized | None = None,
+               kept: Kept | None = None
+               ) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
     """`live_messages` for SDK session stores: the same choice of live messages, but a
     message carrying an SDK item comes back as a `RawItem` (its id and the item),
     decoded without the rest of the message (issue 30: the full decode was two thirds
@@ -94,7 +109,11 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
     move forward. Raises UnknownConversation when nothing was ever recorded.
     `shape`: `RawEntry`s (id and item, no readable content) for the messages
     carrying an SDK item (a Claude transcript entry holds what pairing reads), or
-    `RawJson`s (id and the item's JSON, undecoded: Google ADK's `get_session`)."""
+    `RawJson`s (id and the item's JSON, undecoded: Google ADK's `get_session`).
+    `summarized`: the surface honours compactions (HistoryCompacted): the range
+    of the newest one is replaced by `summarized(event)`, with only the range's
+    items that `kept` keeps before it; a read with `last` then stops at the range
+    (unless `kept` asks for more). None: compactions are not this surface's."""
     cid = conversation_id(key)
     floor = store.epoch_floor(cid)
     after = floor or None
@@ -102,7 +121,7 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
         events = store.item_events(cid, after=after, shape=shape)
         if not events and not floor:
             raise UnknownConversation(key)
-        return _live(events)
+        return _live(events, summarized, kept)
     if last == 0:
         if not floor and not store.item_rows(cid, desc=True, limit=1):
             raise UnknownConversation(key)
@@ -110,6 +129,8 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
     found: list[MessageAppended | RawItem | RawEntry | RawJson] = []
     seen: set[str] = set()
     upto: int | None = None
+    pending: HistoryCompacted | None = None  # the newest compaction, its range not reached
+    within = False  # walking the newest compaction's range
     page = min(PAGE, last)  # the usual tail is all live messages: read just those
     while True:
         rows, oldest = store.item_page(cid, after=after, upto=upto, limit=page, shape=shape)
@@ -119,10 +140,21 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
             return rows[last - 1::-1]  # the usual tail: `last` SDK items, nothing undone
         for event in rows:
             if type(event) in _ITEMS or isinstance(event, MessageAppended):
-                if event.message_id not in seen:
-                    found.append(event)
-                    if len(found) >= last:
+                if pending is not None and not within and \
+                        event.message_id == pending.through_message_id:
+                    assert summarized is not None  # the range starts here: its summary
+                    found.append(summarized(pending))
+                    within = True
+                    if len(found) >= last or kept is None:
                         return found[::-1]
+                if event.message_id in seen or (within and not (kept and kept(event))):
+                    continue
+                found.append(event)
+                if len(found) >= last:
+                    return found[::-1]
+            elif isinstance(event, HistoryCompacted):
+                if summarized is not None and pending is None and not within:
+                    pending = event
             elif isinstance(event, MessageRetracted):
                 seen.add(event.message_id)
             elif isinstance(event, ConversationCleared):
@@ -171,11 +203,14 @@ _ITEMS = (RawItem, RawEntry, RawJson)
 _LEAN = frozenset(_ITEMS)
 
 
-def _live(events: list[Any]) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
+def _live(events: list[Any], summarized: Summarized | None = None, keep: Kept | None = None
+          ) -> list[MessageAppended | RawItem | RawEntry | RawJson]:
     """The live messages among `events` (oldest first): those after the newest clear,
-    without the retracted ones."""
+    without the retracted ones; compacted as `live_items` says when `summarized`."""
     kinds = set(map(type, events))  # a loop in C
-    if not any(issubclass(k, (MessageRetracted, ConversationCleared)) for k in kinds):
+    undo: tuple[type, ...] = (MessageRetracted, ConversationCleared, HistoryCompacted) \
+        if summarized is not None else (MessageRetracted, ConversationCleared)
+    if not any(issubclass(k, undo) for k in kinds):
         return _without(events, [k for k in kinds if k not in _ITEMS
                                  and not issubclass(k, MessageAppended)])
     kept: list[MessageAppended | RawItem | RawEntry | RawJson] = []
@@ -189,7 +224,35 @@ def _live(events: list[Any]) -> list[MessageAppended | RawItem | RawEntry | RawJ
         elif isinstance(event, ConversationCleared):  # a new epoch: start over
             kept, retracted = [], set()
             append = kept.append
+        elif isinstance(event, HistoryCompacted) and summarized is not None:
+            kept = _compacted(kept, event, summarized, keep)
+            append = kept.append
     return [e for e in kept if e.message_id not in retracted] if retracted else kept
+
+
+def _compacted(items: list[Any], event: HistoryCompacted, summarized: Summarized,
+               keep: Kept | None) -> list[Any]:
+    """`items` (oldest first) with the range of `event` replaced by its summary, the
+    items `keep` keeps before it (an earlier summary is folded into this one)."""
+    through = event.through_message_id
+    at = next((i for i in range(len(items) - 1, -1, -1)
+               if items[i].message_id == through), None)
+    if at is None:  # the range is not in this epoch's items: nothing to replace
+        return items
+    head = [e for e in items[:at + 1] if keep is not None and not is_summary(e) and keep(e)]
+    return [*head, summarized(event), *items[at + 1:]]
+
+
+SUMMARY_ID = "convlog:compaction:"
+"""The id prefix of a compaction's summary as a surface's item (never a message's)."""
+
+
+def is_summary(item: Any) -> bool:
+    return str(getattr(item, "message_id", "")).startswith(SUMMARY_ID)
+
+
+def summary_id(event: HistoryCompacted) -> str:
+    return f"{SUMMARY_ID}{event.to_version}"
 
 
 def _without(events: list[Any], kinds: list[type]) -> list[Any]:

@@ -50,6 +50,7 @@ from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.projections.view_diff import ViewDiff, diff
 from convlog.services import items, privacy, retention
 from convlog.services.catalog import CatalogQueries
+from convlog.services.compaction import Compaction, compact
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import (
@@ -64,6 +65,7 @@ from convlog.services.importing import (
     ImportFailure,
     find_importer,
 )
+from convlog.services.items import Kept, Summarized
 from convlog.services.memory import MemoryBlock, cooldown, inject, live_at, live_now
 from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
@@ -233,6 +235,20 @@ class ConversationLog(CatalogQueries):
         MessageRetracted: the message stays in the log for replay; contexts and
         `live_messages` skip it) and return it; None when nothing is live."""
         return items.retract_last(self._writer, check_key(key), reason)
+
+    def compact(self, key: str, summarizer: Summarizer, *, keep_last: int = 10,
+                reason: str | None = None, summarizer_name: str | None = None,
+                model: str | None = None) -> Compaction | None:
+        """Compact the history for the model: the live messages of the epoch, but the
+        newest `keep_last` (more when the newest would split a tool call from its
+        result), are replaced by `summarizer(previous_summary, messages) -> str` in
+        every model-facing read (contexts, SDK stores, ACP injection). Nothing is
+        deleted: `history_compacted` records the summary, the range it covers, tokens
+        before and after and who made it (`summarizer_name`, else the function's
+        name); the user's view, transcripts and replays keep every message. None
+        when there is nothing to compact. `model`: whose tokenizer counts."""
+        return compact(self.builder(model), check_key(key), summarizer, keep_last, reason,
+                       summarizer_name)
 
     def execute(
         self, key: str, commands: Sequence[Command], origins: Sequence[str] | None = None
@@ -421,15 +437,19 @@ class ConversationLog(CatalogQueries):
             raise InvalidInput("last cannot be negative", field="last")
         return items.live_messages(self._store, self.state(key), last)
 
-    def live_items(self, key: str, *, last: int | None = None, raw_only: bool = False
+    def live_items(self, key: str, *, last: int | None = None, raw_only: bool = False,
+                   summarized: Summarized | None = None, kept: Kept | None = None
                    ) -> list[MessageAppended | RawItem | RawEntry]:
         """`live_messages` for SDK session stores: a message that keeps an SDK item
         comes back as a `RawItem` (id + item + what pairing reads), or with
-        `raw_only` as a `RawEntry` (id + item), without decoding the rest (issue 30)."""
+        `raw_only` as a `RawEntry` (id + item), without decoding the rest (issue 30).
+        `summarized(event)`: the store's own item for a compaction's summary, which
+        then replaces the compacted range (with the range's items `kept` keeps)."""
         if last is not None and last < 0:
             raise InvalidInput("last cannot be negative", field="last")
         return items.live_items(  # type: ignore[return-value]  # no RawJson asked for
-            self._store, check_key(key), last, RawEntry if raw_only else RawItem)
+            self._store, check_key(key), last, RawEntry if raw_only else RawItem,
+            summarized, kept)
 
     def live_json(self, key: str) -> list[MessageAppended | RawJson]:
         """`live_items` with each SDK item's JSON left undecoded (`RawJson`), for a

@@ -39,6 +39,7 @@ _REQUIRED: dict[str, bytes] = {  # required private fields, once erased
     "history_injected": b'"text":"[erased]"',
     "memory_injected": b'"memory_ids":[],"text":"[erased]"',
     "summary_recorded": b'"text":"[erased]"',
+    "history_compacted": b'"text":"[erased]"',
     "title_changed": b'"title":"[erased]"',
     "preamble_sent": b'"text":"[erased]"',
 }

@@ -69,6 +69,7 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "retention_policy_set": frozenset(),
     "conversation_erased": frozenset(),  # why, never what
     "retention_cap_reached": frozenset(),
+    "history_compacted": frozenset({"text", "reason"}),
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }
 _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten
@@ -76,6 +77,7 @@ _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten
     "history_injected": b'"text":"[forgotten]"',
     "memory_injected": b'"memory_ids":[],"text":"[forgotten]"',
     "summary_recorded": b'"text":"[forgotten]"',
+    "history_compacted": b'"text":"[forgotten]"',
     "title_changed": b'"title":"[forgotten]"',
     "preamble_sent": b'"text":"[forgotten]"',
 }

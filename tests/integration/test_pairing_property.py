@@ -8,6 +8,8 @@ one pairing checker (convlog.projections.pairing.check_pairs). Each call's tool 
 named after the call (``tc7``) and each result says whose it is (``out-c7``), so the
 text can be read back without convlog's help.
 
+Issue 47: compactions (`conv.compact`, any `keep_last`) are among the operations.
+
 Issue 41: agents that number their calls per process reuse ids after a restart
 (``restart``: the ids start again at ``c0``) and in every turn. The stored ids are
 then reused, but each call's tool is named after that one call (``tc0n12``: call id
@@ -65,6 +67,7 @@ _op = st.one_of(
     st.tuples(st.just("clear")),
     st.tuples(st.just("memory")),
     st.tuples(st.just("restart")),
+    st.tuples(st.just("compact"), st.integers(0, 4)),
 )
 
 
@@ -135,6 +138,9 @@ class Writer:
             self.conv.inject_memory(f"mem-{i}", memory_ids=[f"m{i}"])
         elif kind == "restart":
             self.restart()
+        elif kind == "compact":  # issue 47: never splits a pair; reads stay paired
+            i = self.id()
+            self.conv.compact(lambda previous, messages: f"summary-{i}", keep_last=op[1])
 
     def calls(self, style: str, fates: list[str]) -> None:
         made = [self.call_id() for _ in fates]
@@ -206,12 +212,16 @@ _item_op = st.one_of(
     st.tuples(st.just("acp"), st.lists(st.booleans(), min_size=1, max_size=3),
               st.sampled_from([None, "[turn cancelled]"])),
     st.tuples(st.just("restart")),
+    st.tuples(st.just("compact"), st.integers(0, 4)),
 )
 
 
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
+@example(ops=[("say", "user"), ("library", "anthropic", ["now", "never"]), ("say", "user"),
+              ("library", "chat", ["late"]), ("compact", 1), ("say", "assistant"),
+              ("compact", 0)], limits=[1, 3])  # issue 47: another host's turns compacted
 @given(ops=st.lists(_item_op, min_size=1, max_size=12),
        limits=st.lists(st.integers(1, 12), min_size=1, max_size=3))
 def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,

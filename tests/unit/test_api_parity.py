@@ -63,6 +63,7 @@ HTTP_MISSING_PARAMS = {  # parameters a remote call cannot take
 }
 ASYNC_TYPES = {  # parameter types the asyncio twins widen
     "summarizer": ("Summarizer|None", "Summarizer|AsyncSummarizer|None"),
+    "summarizer!": ("Summarizer", "Summarizer|AsyncSummarizer"),  # a required one
 }
 
 
@@ -91,7 +92,8 @@ def operations(cls: type) -> dict[str, Any]:
 
 def widened(sync: list[Param]) -> list[Param]:
     """The parameters as the asyncio twin declares them."""
-    return [(n, k, d, ASYNC_TYPES[n][1] if n in ASYNC_TYPES and t == ASYNC_TYPES[n][0] else t)
+    return [(n, k, d, next((w for s, w in (ASYNC_TYPES.get(n, ("", "")),
+                                            ASYNC_TYPES.get(f"{n}!", ("", ""))) if t == s), t))
             for n, k, d, t in sync]
 
 

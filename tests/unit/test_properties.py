@@ -49,6 +49,7 @@ from convlog.domain.events import (
     ConversationReactivated,
     ConversationStarted,
     Event,
+    HistoryCompacted,
     HistoryInjected,
     MemoryInjected,
     MemoryPolicySet,
@@ -150,6 +151,10 @@ EVENTS: dict[type[Event], st.SearchStrategy[Any]] = {
     SummaryRecorded: st.builds(SummaryRecorded, at=utc_times, from_version=counts,
                                to_version=counts, message_count=counts, text=text,
                                tokens=counts, summarizer=optional(text)),
+    HistoryCompacted: st.builds(
+        HistoryCompacted, at=utc_times, from_version=counts, to_version=counts,
+        through_message_id=ids, message_count=counts, text=text, tokens_before=counts,
+        tokens_after=counts, kept=counts, summarizer=optional(text), reason=optional(text)),
     MemoryInjected: st.builds(MemoryInjected, at=utc_times, block_id=ids,
                               memory_ids=st.lists(ids, max_size=4), text=text, turn=counts,
                               native_session_id=optional(ids)),
