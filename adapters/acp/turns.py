@@ -19,6 +19,9 @@ record and still forwarded by the proxy.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -34,6 +37,25 @@ MAX_TOOL_TEXT = 20_000
 """Characters of a tool's output kept in the record (the agent's output can be huge)."""
 
 
+def image_part(block: dict[str, Any]) -> convlog.ImagePart:
+    """An image block by reference: its URI, else the SHA-256 and size of its inline
+    data (as the Anthropic and ADK mappings make it; the block itself, bytes and all,
+    is kept with the turn for `session/load`)."""
+    uri = block.get("uri")
+    mime = block.get("mimeType") if isinstance(block.get("mimeType"), str) else None
+    if isinstance(uri, str) and uri:
+        return convlog.ImagePart(ref=uri, media_type=mime)
+    data = block.get("data")
+    try:
+        raw = base64.b64decode(data, validate=True) if isinstance(data, str) else None
+    except (binascii.Error, ValueError):
+        raw = None
+    if raw is None:
+        return convlog.ImagePart(ref=f"inline:{mime or 'image'}", media_type=mime)
+    return convlog.ImagePart(ref=f"sha256:{hashlib.sha256(raw).hexdigest()}",
+                             media_type=mime, size=len(raw))
+
+
 def block_parts(block: Any) -> list[AnyPart]:
     """The record of one ACP content block (text, image, audio, resource links)."""
     if not isinstance(block, dict):
@@ -42,10 +64,7 @@ def block_parts(block: Any) -> list[AnyPart]:
     if kind == "text" and isinstance(block.get("text"), str):
         return [convlog.TextPart(text=block["text"])]
     if kind == "image":
-        uri = block.get("uri")
-        mime = block.get("mimeType") if isinstance(block.get("mimeType"), str) else None
-        ref = uri if isinstance(uri, str) and uri else f"inline:{mime or 'image'}"
-        return [convlog.ImagePart(ref=ref, media_type=mime)]
+        return [image_part(block)]
     if kind == "audio":
         return [convlog.TextPart(text="[audio]")]
     if kind == "resource_link":

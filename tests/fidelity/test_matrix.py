@@ -20,15 +20,10 @@ from tests.fidelity.readers import LOG_READERS, READERS
 from tests.fidelity.rules import expected, repairs_after_calls
 from tests.fidelity.writers import WRITERS, Written
 
-ACP_IMAGE = ("an image a host sends through `convlog acp` as inline data is recorded as "
-             "`inline:image/png`, a reference that names no image (the Claude and ADK "
-             "stores keep its SHA-256 and size); `session/load` replays the bytes")
-ACP_PREAMBLE = ("the OTel export leaves out the preamble the ACP proxy recorded "
-                "(preamble_sent): the span carries no gen_ai.system_instructions")
 XFAIL: dict[tuple[str, str], str] = {
-    **{("acp", r): ACP_IMAGE for r in READERS if r != "native"},
+    ("acp", "otel"): "the OTel export leaves out the preamble the ACP proxy recorded "
+                     "(preamble_sent): the span carries no gen_ai.system_instructions",
 }
-XFAIL["acp", "otel"] = f"{ACP_IMAGE}; {ACP_PREAMBLE}"
 """(writer, reader): the loss a cell shows today, named precisely."""
 
 _written: dict[str, Written] = {}
