@@ -27,7 +27,12 @@ from eventsourcing.persistence import Tracking
 
 import convlog
 from convlog.domain.errors import ConvlogError
-from convlog.domain.events import MessageAppended, ResumeFailed, ResumeSucceeded
+from convlog.domain.events import (
+    MessageAppended,
+    PreambleSent,
+    ResumeFailed,
+    ResumeSucceeded,
+)
 from convlog.otel.invocation import turn_spans
 from convlog.otel.resumes import resume_span
 from convlog.otel.spans import SpanSpec
@@ -157,10 +162,15 @@ class Exporter:
             if cut is None:  # a turn still going on: its span waits for its end
                 return None
             positions = {e.version: e.position for e in group}
+            preambles = sorted((e.version, e.event.text) for e in group
+                               if isinstance(e.event, PreambleSent))
             for segment in cut:  # each cut at a message of this group
+                system = None  # the preamble recorded just before the segment's messages
+                while preambles and preambles[0][0] < segment.messages[0].version:
+                    system = preambles.pop(0)[1]
                 out += turn_spans(segment, group[0].stream, key,
                                   positions[segment.messages[-1].version], start,
-                                  content=allowed[key])
+                                  content=allowed[key], system=system)
         for item in group:
             if isinstance(item.event, ResumeSucceeded | ResumeFailed):
                 span = resume_span(self.log, item, start, content=allowed[key], now=now,

@@ -65,9 +65,12 @@ def _time(event: MessageAppended) -> int:
 
 
 def turn_spans(segment: Segment, stream: UUID, key: str, position: int,
-               start: ConversationStarted, *, content: bool) -> list[SpanSpec]:
+               start: ConversationStarted, *, content: bool, system: str | None = None
+               ) -> list[SpanSpec]:
     """A turn's (or a cut turn's part's: convlog.otel.turns) ``invoke_agent`` span,
-    its ``chat`` spans and its ``execute_tool`` spans (see the module)."""
+    its ``chat`` spans and its ``execute_tool`` spans (see the module). `system`: the
+    host's preamble the agent received with the turn (`preamble_sent`), sent as
+    ``gen_ai.system_instructions`` with the content."""
     recorded = segment.messages
     messages = [r.event for r in recorded if isinstance(r.event, MessageAppended)]
     first = recorded[0].version
@@ -105,6 +108,8 @@ def turn_spans(segment: Segment, stream: UUID, key: str, position: int,
     costs = [m.cost_usd for m in messages if m.cost_usd is not None]
     if costs:  # what the host said the messages cost (convlog's own prices: the views)
         attributes["convlog.cost_usd"] = float(sum(costs))
+    if content and system:
+        attributes["gen_ai.system_instructions"] = text([{"type": "text", "content": system}])
     if content:
         inputs, outputs = input_messages(messages), output_messages(messages)
         if inputs:

@@ -20,10 +20,7 @@ from tests.fidelity.readers import LOG_READERS, READERS
 from tests.fidelity.rules import expected, repairs_after_calls
 from tests.fidelity.writers import WRITERS, Written
 
-XFAIL: dict[tuple[str, str], str] = {
-    ("acp", "otel"): "the OTel export leaves out the preamble the ACP proxy recorded "
-                     "(preamble_sent): the span carries no gen_ai.system_instructions",
-}
+XFAIL: dict[tuple[str, str], str] = {}
 """(writer, reader): the loss a cell shows today, named precisely."""
 
 _written: dict[str, Written] = {}
