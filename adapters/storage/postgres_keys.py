@@ -9,6 +9,7 @@ by one. The server's own write-ahead log and backups are outside convlog's reach
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -18,6 +19,8 @@ from psycopg.sql import SQL, Composed, Identifier
 from convlog.crypto.keyring import KeyRow
 
 KEYS_TABLE = "convlog_keys"
+ERASE_TIMEOUT = 10.0
+"""How long `erase(vacuum=True)` waits for transactions older than the erasure."""
 
 
 def keys_ddl(schema: Identifier) -> list[Composed]:
@@ -108,9 +111,29 @@ class PostgresKeyTable:
         with self.datastore.get_connection() as conn:
             conn.execute(self._q("VACUUM FULL {s}.{k}"))
             if vacuum:
+                _wait_for_older_snapshots(conn)
                 tables = [r["tablename"] for r in conn.execute(
                     "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename "
                     "<> %s ORDER BY tablename", (self.datastore.schema, KEYS_TABLE)
                 ).fetchall()]
                 for table in tables:
                     conn.execute(self._q("VACUUM FULL {s}.{t}", t=table))
+
+
+def _wait_for_older_snapshots(conn: Any) -> None:
+    """VACUUM FULL copies a deleted or updated row's old version into the new file
+    while a transaction that may still see it is open (anywhere in the database):
+    wait up to ERASE_TIMEOUT for every transaction older than this moment to end.
+    Past it, the VACUUM runs anyway (what it must keep stays until the next one:
+    the documented limit, docs/settings.md#retention)."""
+    mark = conn.execute("SELECT txid_current() AS x").fetchone()["x"]
+    deadline = time.monotonic() + ERASE_TIMEOUT
+    while time.monotonic() < deadline:
+        older = conn.execute(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL "
+            "AND age(backend_xmin) >= age((%s::bigint %% 4294967296)::text::xid)",
+            (mark,)).fetchone()["n"]
+        if not older:
+            return
+        time.sleep(0.05)
