@@ -21,6 +21,9 @@ from tests.fidelity.rules import expected, repairs_after_calls
 from tests.fidelity.writers import WRITERS, Written
 
 XFAIL: dict[tuple[str, str], str] = {}
+SLOW = {"acp"}
+"""Rows whose writer runs many processes (the ACP row: four hosts, proxies and agents,
+~10-30 s on 2 cores); `-m "not slow"` leaves them out of a quick run."""
 """(writer, reader): the loss a cell shows today, named precisely."""
 
 _written: dict[str, Written] = {}
@@ -51,7 +54,7 @@ def logs() -> Iterator[dict[str, convlog.ConversationLog]]:
 def cells() -> Iterator[object]:
     for writer in WRITERS:
         for reader in READERS:
-            marks = []
+            marks = [pytest.mark.slow] if writer in SLOW else []
             if (writer, reader) in XFAIL:
                 marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[writer, reader]))
             yield pytest.param(writer, reader, id=f"{writer}-{reader}", marks=marks)
