@@ -97,6 +97,7 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): saved
 	$(BIN)/python -m bench.memory
 	$(BIN)/python -m bench.views
 	$(BIN)/python -m bench.writers
+	$(BIN)/python -m bench.pg_writers
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.formats
 	$(BIN)/python -m bench.acp
@@ -119,6 +120,7 @@ bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for d
 	$(BIN)/python -m bench.memory --quick
 	$(BIN)/python -m bench.views --quick
 	$(BIN)/python -m bench.writers --quick
+	$(BIN)/python -m bench.pg_writers --quick
 	$(BIN)/python -m bench.scale --quick
 	$(BIN)/python -m bench.acp --quick
 	$(BIN)/python -m bench.html --quick

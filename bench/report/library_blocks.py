@@ -64,6 +64,21 @@ def block_writers(load: Loader) -> str:
                   for b, by in d["messages_per_s"].items()])
 
 
+def block_pg_writers(load: Loader) -> str:
+    d = load("pg-writers")
+    per_s, ratios = d["appends_per_s"], d["ratio"]
+    rows = [[n, f"{per_s['convlog'][n]:,.0f}/s", f"{per_s['raw'][n]:,.0f}/s",
+             f"{ratio(ratios[n])} ({', '.join(ratio(r) for r in d['ratio_rounds'][n])})"]
+            for n in (str(c) for c in d["counts"])]
+    s = d["server"]
+    return (table(["writer processes", "convlog", "raw psycopg", "convlog/raw (rounds)"], rows)
+            + f"\n\nOne message per append, each writer its own conversation; "
+              f"{d['rounds']} rounds of {d['seconds_per_point']:g} s per point, the median "
+              f"shown. PostgreSQL {s['server_version'].split()[0]}, synchronous_commit "
+              f"{s['synchronous_commit']}, fsync {s['fsync']}. Target >= "
+              f"{ratio(d['target_at_8'])} raw at 8 writers: {met(d['met_at_8'])}.")
+
+
 def block_memory(load: Loader) -> str:
     d = load("memory")
     med, growth = d["median_s"], d["growth"]

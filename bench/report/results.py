@@ -24,6 +24,7 @@ COMMANDS = {
     "core": ".venv/bin/python -m bench.core", "context": ".venv/bin/python -m bench.context",
     "memory": ".venv/bin/python -m bench.memory", "views": ".venv/bin/python -m bench.views",
     "writers": ".venv/bin/python -m bench.writers", "scale": ".venv/bin/python -m bench.scale",
+    "pg-writers": ".venv/bin/python -m bench.pg_writers",
     "formats": ".venv/bin/python -m bench.formats", "acp": ".venv/bin/python -m bench.acp",
     "html": ".venv/bin/python -m bench.html", "replay": ".venv/bin/python -m bench.replay",
     "http": ".venv/bin/python -m bench.http", "crypto": ".venv/bin/python -m bench.crypto",
