@@ -54,7 +54,10 @@ def logs() -> Iterator[dict[str, convlog.ConversationLog]]:
 def cells() -> Iterator[object]:
     for writer in WRITERS:
         for reader in READERS:
-            marks = [pytest.mark.slow] if writer in SLOW else []
+            # a row on one xdist worker (loadgroup): its writer writes once
+            marks = [pytest.mark.xdist_group(f"fidelity-{writer}")]
+            if writer in SLOW:
+                marks.append(pytest.mark.slow)
             if (writer, reader) in XFAIL:
                 marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[writer, reader]))
             yield pytest.param(writer, reader, id=f"{writer}-{reader}", marks=marks)
@@ -74,6 +77,8 @@ def test_what_a_writer_sent_a_reader_gives_back(
         read = LOG_READERS[reader]
         got = read(log, w.key, w.workdir) if reader == "otel" else read(log, w.key)
     want, applied = expected(writer, reader, w.sent)
+    assert {"user", "assistant", "call", "result"} <= {f.kind for f in want.dialogue}, (
+        "the rules left nothing of the dialogue to compare")
     got = got.sorted()
     got.dialogue, want.dialogue = (repairs_after_calls(got.dialogue),
                                    repairs_after_calls(want.dialogue))
