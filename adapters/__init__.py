@@ -82,7 +82,7 @@ from convlog.projections.memory import DEFAULT_CAP, DEFAULT_DEPTH
 from convlog.projections.replay_views import ConversationView, RepairMark, ViewEntry
 from convlog.projections.view_diff import MissingMessage, ViewDiff
 from convlog.services.builders import assistant, tool, user
-from convlog.services.compaction import Compaction
+from convlog.services.compaction import Compaction, CompactionPlan
 from convlog.services.context import Context
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import ImportProgress, ImportSummary
@@ -215,6 +215,7 @@ __all__ = [
     "Client",
     "CompactedMeanwhile",
     "Compaction",
+    "CompactionPlan",
     "ConcurrencyError",
     "Context",
     "ConversationForgotten",

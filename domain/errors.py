@@ -103,7 +103,7 @@ class CompactedMeanwhile(ConvlogError):
     made (its summary would not fold the other's in): nothing was recorded; compact
     again, which folds the newer summary in."""
 
-    def __init__(self, key: str):
+    def __init__(self, key: str, detail: str | None = None):
         self.key = key
-        super().__init__(f"conversation {key!r} was compacted by another writer meanwhile: "
-                         "nothing recorded; compact again")
+        super().__init__(detail or f"conversation {key!r} was compacted by another writer "
+                         "meanwhile: nothing recorded; compact again")

@@ -15,6 +15,7 @@ from convlog.cli import (
     acp,
     arguments,
     commands,
+    compact,
     importing,
     keys,
     pages,
@@ -118,6 +119,9 @@ COMMANDS: tuple[Command, ...] = (
             arguments.key, commands.state_change("reactivate")),
     Command("clear", "start a new epoch: later context starts empty",
             arguments.key_and_reason, commands.state_change("clear")),
+    Command("compact", "replace old messages, for the model, by your model's summary "
+                       "(--plan, then --summary): nothing is deleted",
+            compact.add_arguments, compact.cmd_compact),
     Command("serve", "the log as an HTTP service (needs convlog[http])",
             serve.add_arguments, serve.cmd_serve, creates_database=True, prints_data=False,
             check=serve.check),

@@ -12,6 +12,7 @@ The requests and the decoding of answers are the blocking client's
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from datetime import date, datetime
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from convlog.http import wire
 from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
+from convlog.services.context import AsyncSummarizer, Summarizer
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 try:
@@ -153,6 +155,30 @@ class AsyncRemoteConversation:
                       exclude: Iterable[str] = (), model: str | None = None
                       ) -> convlog.Context:
         return await self.client.send(wire.context(self.path, budget, format, exclude, model))
+
+    async def compaction_plan(self, *, keep_last: int = 10) -> convlog.CompactionPlan:
+        """What `compact` would replace now (`ConversationLog.compaction_plan`)."""
+        return await self.client.send(wire.compaction_plan(self.path, keep_last))
+
+    async def compact(self, summarizer: Summarizer | AsyncSummarizer | str, *,
+                      keep_last: int = 10, reason: str | None = None,
+                      summarizer_name: str | None = None) -> convlog.Compaction | None:
+        """`ConversationHandle.compact` over HTTP: the plan is read, `summarizer`
+        (previous summary, messages) -> str runs here (awaited when it returns an
+        awaitable), or is the summary itself; the summary is recorded if the range
+        has not moved since (else `CompactedMeanwhile`; nothing recorded)."""
+        plan = await self.compaction_plan(keep_last=keep_last)
+        if plan.through_message_id is None:
+            return None
+        text = summarizer if isinstance(summarizer, str) else summarizer(
+            plan.previous_summary, plan.messages)
+        if inspect.isawaitable(text):
+            text = await text
+        if summarizer_name is None and not isinstance(summarizer, str):
+            summarizer_name = getattr(summarizer, "__qualname__", None)
+        done = await self.client.send(wire.compact(
+            self.path, str(text), keep_last, plan.through_message_id, reason, summarizer_name))
+        return done.compaction
 
     async def inject_memory(self, text: str, memory_ids: Sequence[str] = (), *,
                       block_id: str | None = None, native_session_id: str | None = None

@@ -25,6 +25,7 @@ from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
 from convlog.http.wire import RemoteError
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
+from convlog.services.context import Summarizer
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 try:
@@ -162,6 +163,28 @@ class RemoteConversation:
     def context(self, *, budget: Budget | None = None, format: str = "xml",
                 exclude: Iterable[str] = (), model: str | None = None) -> convlog.Context:
         return self.client.send(wire.context(self.path, budget, format, exclude, model))
+
+    def compaction_plan(self, *, keep_last: int = 10) -> convlog.CompactionPlan:
+        """What `compact` would replace now (`ConversationLog.compaction_plan`)."""
+        return self.client.send(wire.compaction_plan(self.path, keep_last))
+
+    def compact(self, summarizer: Summarizer | str, *,
+                keep_last: int = 10, reason: str | None = None,
+                summarizer_name: str | None = None) -> convlog.Compaction | None:
+        """`ConversationHandle.compact` over HTTP: the plan is read, `summarizer`
+        (previous summary, messages) -> str runs here
+        (or is the summary itself), and the summary is recorded if the range has
+        not moved since (else `CompactedMeanwhile`; nothing recorded)."""
+        plan = self.compaction_plan(keep_last=keep_last)
+        if plan.through_message_id is None:
+            return None
+        text = summarizer if isinstance(summarizer, str) else summarizer(
+            plan.previous_summary, plan.messages)
+        if summarizer_name is None and not isinstance(summarizer, str):
+            summarizer_name = getattr(summarizer, "__qualname__", None)
+        done = self.client.send(wire.compact(
+            self.path, str(text), keep_last, plan.through_message_id, reason, summarizer_name))
+        return done.compaction
 
     def inject_memory(self, text: str, memory_ids: Sequence[str] = (), *,
                       block_id: str | None = None, native_session_id: str | None = None

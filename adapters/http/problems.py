@@ -18,6 +18,7 @@ from starlette.responses import Response
 import convlog
 from convlog.domain.errors import (
     ArchivedConversation,
+    CompactedMeanwhile,
     ConversationForgotten,
     InvalidInput,
     UnknownConversation,
@@ -101,6 +102,8 @@ def to_problem(exc: BaseException, instance: str | None = None) -> Response:
         detail = f"{exc.where}: {exc.reason}" if exc.where else exc.reason
         slug = "memory-cooling" if isinstance(exc, MemoryCooling) else "invalid-input"
         return problem_response(422, slug, detail, field=exc.field, instance=instance)
+    if isinstance(exc, CompactedMeanwhile):
+        return problem_response(409, "compacted-meanwhile", str(exc), instance=instance)
     if isinstance(exc, ArchivedConversation):
         return problem_response(409, "conversation-archived", str(exc), field="key",
                                 instance=instance)

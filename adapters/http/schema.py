@@ -15,6 +15,7 @@ import msgspec
 
 from convlog.domain.events import AnyEvent, MessageAppended, ReasonClass
 from convlog.projections.formats import Format
+from convlog.services.compaction import Compaction
 from convlog.services.context import Context
 from convlog.services.jsonlines import AnyLine, MessageLine
 from convlog.services.memory import MemoryBlock
@@ -79,6 +80,25 @@ class MemoryPolicyIn(Body, frozen=True):
 
     max_injected_blocks_in_history: int
     context_window_depth: int
+
+
+class CompactIn(Body, frozen=True):
+    """A compaction whose summary the host wrote (from GET .../compaction, the plan):
+    `summary` replaces, for the model, the live messages but the newest `keep_last`.
+    With `through_message_id` (the plan's), it is refused (409 `compacted-meanwhile`)
+    when the range has moved since; `summarizer`: who made the summary."""
+
+    summary: str
+    keep_last: int = 10
+    through_message_id: str | None = None
+    reason: str | None = None
+    summarizer: str | None = None
+
+
+class CompactOut(msgspec.Struct, frozen=True, kw_only=True):
+    """The compaction recorded, or None when there was nothing to compact."""
+
+    compaction: Compaction | None
 
 
 class ReasonIn(Body, frozen=True):

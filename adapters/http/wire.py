@@ -31,6 +31,7 @@ from convlog.domain.errors import (
 from convlog.domain.events import MessageAppended
 from convlog.domain.memory import MemoryCooling
 from convlog.http.schema import (
+    CompactOut,
     EventOut,
     Injection,
     MemoryState,
@@ -108,6 +109,8 @@ def problem_error(status: int, reason: str, content: bytes) -> ConvlogError:
         return convlog.WrongKey(problem.detail)
     if kind == "write-conflict":
         return convlog.ConcurrencyError(problem.detail)
+    if kind == "compacted-meanwhile":
+        return convlog.CompactedMeanwhile("", problem.detail)
     if kind == "storage-unavailable":
         return convlog.StorageError(problem.detail)
     return RemoteError(problem)
@@ -264,6 +267,19 @@ def inject_memory(path: str, text: str, memory_ids: Sequence[str], block_id: str
 def memory(path: str, at: int | None = None) -> Req[MemoryState]:
     return Req("GET", path + "/memory", MemoryState,
                params={"at": at} if at is not None else None)
+
+
+def compaction_plan(path: str, keep_last: int) -> Req[convlog.CompactionPlan]:
+    return Req("GET", path + "/compaction", convlog.CompactionPlan,
+               params={"keep_last": keep_last})
+
+
+def compact(path: str, summary: str, keep_last: int, through: str | None,
+            reason: str | None, summarizer: str | None) -> Req[CompactOut]:
+    body: dict[str, Any] = {"summary": summary, "keep_last": keep_last}
+    body.update((k, v) for k, v in (("through_message_id", through), ("reason", reason),
+                                    ("summarizer", summarizer)) if v is not None)
+    return Req("POST", path + "/compaction", CompactOut, body)
 
 
 def memory_policy(path: str, cap: int, depth: int) -> Req[MemoryState]:

@@ -25,7 +25,7 @@ from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
-from convlog.services.compaction import Compaction, compact_async
+from convlog.services.compaction import Compaction, CompactionPlan, compact_async
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
 from convlog.services.items import Kept, RawEntry, RawItem, RawJson, Summarized
 from convlog.services.log import ConversationLog
@@ -116,13 +116,16 @@ class AsyncConversationLog:
                            ) -> MessageAppended | None:
         return await asyncio.to_thread(self.sync.retract_last, key, reason)
 
-    async def compact(self, key: str, summarizer: Summarizer | AsyncSummarizer, *,
+    async def compact(self, key: str, summarizer: Summarizer | AsyncSummarizer | str, *,
                       keep_last: int = 10, reason: str | None = None,
-                      summarizer_name: str | None = None, model: str | None = None
-                      ) -> Compaction | None:
+                      summarizer_name: str | None = None, model: str | None = None,
+                      through: str | None = None) -> Compaction | None:
         """`ConversationLog.compact`; `summarizer` may be a coroutine function."""
         return await compact_async(self.sync.builder(model), check_key(key), summarizer,
-                                   keep_last, reason, summarizer_name)
+                                   keep_last, reason, summarizer_name, through)
+
+    async def compaction_plan(self, key: str, *, keep_last: int = 10) -> CompactionPlan:
+        return await asyncio.to_thread(self.sync.compaction_plan, key, keep_last=keep_last)
 
     async def live_messages(self, key: str, *, last: int | None = None
                             ) -> list[MessageAppended]:
@@ -299,13 +302,16 @@ class AsyncConversationHandle:
     async def retract_last(self, reason: str | None = None) -> MessageAppended | None:
         return await self.log.retract_last(self.key, reason)
 
-    async def compact(self, summarizer: Summarizer | AsyncSummarizer, *,
+    async def compact(self, summarizer: Summarizer | AsyncSummarizer | str, *,
                       keep_last: int = 10, reason: str | None = None,
-                      summarizer_name: str | None = None, model: str | None = None
-                      ) -> Compaction | None:
+                      summarizer_name: str | None = None, model: str | None = None,
+                      through: str | None = None) -> Compaction | None:
         return await self.log.compact(self.key, summarizer, keep_last=keep_last,
                                       reason=reason, summarizer_name=summarizer_name,
-                                      model=model)
+                                      model=model, through=through)
+
+    async def compaction_plan(self, *, keep_last: int = 10) -> CompactionPlan:
+        return await self.log.compaction_plan(self.key, keep_last=keep_last)
 
     async def live_messages(self, *, last: int | None = None) -> list[MessageAppended]:
         return await self.log.live_messages(self.key, last=last)

@@ -20,7 +20,7 @@ import msgspec
 
 from convlog.accounting.counted import COUNTS
 from convlog.domain.conversation import Compact, Conversation, conversation_id
-from convlog.domain.errors import InvalidInput
+from convlog.domain.errors import CompactedMeanwhile, InvalidInput
 from convlog.domain.events import (
     HistoryCompacted,
     MessageAppended,
@@ -34,7 +34,7 @@ from convlog.projections.context_pieces import render_for_context
 from convlog.projections.pairing import message_tools
 from convlog.services.context import ContextBuilder, is_async_callable
 
-__all__ = ["Compaction", "Plan", "finish", "plan"]
+__all__ = ["Compaction", "CompactionPlan", "Plan", "finish", "plan"]
 
 SUMMARY_INPUT_CHARS = 8_000
 """Each message as the summarizer reads it is capped here (as for a context's summary)."""
@@ -64,6 +64,21 @@ class Compaction(msgspec.Struct, frozen=True, kw_only=True):
         return max(0, self.tokens_before - self.tokens_after)
 
 
+class CompactionPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What a compaction would replace now, for a host that writes the summary
+    elsewhere (over HTTP, from the shell): the messages to summarize, the previous
+    summary to fold in, and the last message of the range (`through_message_id`;
+    None: nothing to compact). Pass `through_message_id` back with the summary: the
+    compaction is refused (CompactedMeanwhile) if the range has moved since."""
+
+    key: str
+    through_message_id: str | None
+    compacted: int
+    kept: int
+    previous_summary: str | None
+    messages: list[ContextMessage]
+
+
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
     """A compaction chosen, before the summary is made."""
 
@@ -82,9 +97,9 @@ def check_keep_last(keep_last: object) -> int:
     return keep_last
 
 
-def plan(builder: ContextBuilder, key: str, keep_last: int) -> Plan | None:
-    """The compaction to make now, or None when nothing can be compacted (fewer
-    live messages than `keep_last`, or every cut would split an exchange)."""
+def plan(builder: ContextBuilder, key: str, keep_last: int) -> Plan:
+    """The compaction to make now; nothing `covered` when nothing can be compacted
+    (fewer live messages than `keep_last`, or every cut would split an exchange)."""
     state = builder.state(key)
     store, cid = builder.store, conversation_id(key)
     start = max(state.epoch_start_version, state.compacted_to)
@@ -94,8 +109,6 @@ def plan(builder: ContextBuilder, key: str, keep_last: int) -> Plan | None:
             and r.event.message_id not in gone and not is_record(r.event)]
     point = compaction_point([message_tools(r.event) for r in live],  # type: ignore[arg-type]
                              keep_last)
-    if point == 0:
-        return None
     previous = None
     if state.compacted_version:
         found = store.recorded(cid, after=state.compacted_version - 1,
@@ -149,12 +162,41 @@ def finish(builder: ContextBuilder, p: Plan, text: object, summarizer: str | Non
 Summarize = Callable[[str | None, list[ContextMessage]], Any]
 
 
-def compact(builder: ContextBuilder, key: str, summarizer: Summarize, keep_last: int,
-            reason: str | None, summarizer_name: str | None) -> Compaction | None:
-    """Compact `key` now (None: nothing to compact)."""
+def public_plan(builder: ContextBuilder, key: str, keep_last: int) -> CompactionPlan:
+    """`plan` as a host sees it (`ConversationLog.compaction_plan`)."""
     p = plan(builder, key, check_keep_last(keep_last))
+    last = p.covered[-1].event if p.covered else None
+    return CompactionPlan(key=key, through_message_id=last.message_id
+                          if isinstance(last, MessageAppended) else None,
+                          compacted=len(p.covered), kept=p.kept,
+                          previous_summary=p.previous.text if p.previous else None,
+                          messages=p.messages)
+
+
+def _pinned(p: Plan, key: str, through: str | None) -> Plan | None:
+    """`p` (None: it covers nothing), if it still ends where the host's plan ended
+    (`through`)."""
+    if through is None:
+        return p if p.covered else None
+    now = p.covered[-1].event if p.covered else None
+    if not isinstance(now, MessageAppended) or now.message_id != through:
+        ends = f"at {now.message_id!r}" if isinstance(now, MessageAppended) else "nowhere"
+        raise CompactedMeanwhile(key, f"conversation {key!r}: the range to compact now ends "
+                                      f"{ends}, not at {through!r}: nothing recorded; plan "
+                                      "again")
+    return p
+
+
+def compact(builder: ContextBuilder, key: str, summarizer: Summarize | str, keep_last: int,
+            reason: str | None, summarizer_name: str | None, through: str | None = None
+            ) -> Compaction | None:
+    """Compact `key` now (None: nothing to compact). `summarizer` may be the summary
+    itself (a host that wrote it from `compaction_plan`, whose `through` it passes)."""
+    p = _pinned(plan(builder, key, check_keep_last(keep_last)), key, through)
     if p is None:
         return None
+    if isinstance(summarizer, str):
+        return finish(builder, p, summarizer, summarizer_name, reason)
     text = summarizer(p.previous.text if p.previous else None, p.messages)
     if inspect.isawaitable(text):
         if inspect.iscoroutine(text):
@@ -165,15 +207,18 @@ def compact(builder: ContextBuilder, key: str, summarizer: Summarize, keep_last:
 
 
 async def compact_async(builder: ContextBuilder, key: str,
-                        summarizer: Summarize | Callable[..., Awaitable[str]],
-                        keep_last: int, reason: str | None, summarizer_name: str | None
-                        ) -> Compaction | None:
+                        summarizer: Summarize | Callable[..., Awaitable[str]] | str,
+                        keep_last: int, reason: str | None, summarizer_name: str | None,
+                        through: str | None = None) -> Compaction | None:
     """`compact` off the event loop; `summarizer` may be a coroutine function."""
     import asyncio
 
-    p = await asyncio.to_thread(plan, builder, key, check_keep_last(keep_last))
+    p = _pinned(await asyncio.to_thread(plan, builder, key, check_keep_last(keep_last)),
+                key, through)
     if p is None:
         return None
+    if isinstance(summarizer, str):
+        return await asyncio.to_thread(finish, builder, p, summarizer, summarizer_name, reason)
     previous = p.previous.text if p.previous else None
     if is_async_callable(summarizer):
         text = await summarizer(previous, p.messages)

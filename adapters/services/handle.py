@@ -19,7 +19,7 @@ from convlog.projections.replay_views import ConversationView
 from convlog.projections.timeline import TimelineRow
 from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
-from convlog.services.compaction import Compaction
+from convlog.services.compaction import Compaction, CompactionPlan
 from convlog.services.context import Context, Summarizer
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume.run import ResumeOutcome, Tier
@@ -63,13 +63,17 @@ class ConversationHandle:
     def retract_last(self, reason: str | None = None) -> MessageAppended | None:
         return self.log.retract_last(self.key, reason)
 
-    def compact(self, summarizer: Summarizer, *, keep_last: int = 10,
+    def compact(self, summarizer: Summarizer | str, *, keep_last: int = 10,
                 reason: str | None = None, summarizer_name: str | None = None,
-                model: str | None = None) -> Compaction | None:
+                model: str | None = None, through: str | None = None
+                ) -> Compaction | None:
         """The history before the newest `keep_last` messages, replaced by a summary
         for the model (see `ConversationLog.compact`)."""
         return self.log.compact(self.key, summarizer, keep_last=keep_last, reason=reason,
-                                summarizer_name=summarizer_name, model=model)
+                                summarizer_name=summarizer_name, model=model, through=through)
+
+    def compaction_plan(self, *, keep_last: int = 10) -> CompactionPlan:
+        return self.log.compaction_plan(self.key, keep_last=keep_last)
 
     @property
     def state(self) -> Conversation:

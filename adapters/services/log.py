@@ -50,7 +50,7 @@ from convlog.projections.transcript import TranscriptLine, transcript
 from convlog.projections.view_diff import ViewDiff, diff
 from convlog.services import items, privacy, retention
 from convlog.services.catalog import CatalogQueries
-from convlog.services.compaction import Compaction, compact
+from convlog.services.compaction import Compaction, CompactionPlan, compact, public_plan
 from convlog.services.context import Context, ContextBuilder, Summarizer
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import (
@@ -236,9 +236,10 @@ class ConversationLog(CatalogQueries):
         `live_messages` skip it) and return it; None when nothing is live."""
         return items.retract_last(self._writer, check_key(key), reason)
 
-    def compact(self, key: str, summarizer: Summarizer, *, keep_last: int = 10,
+    def compact(self, key: str, summarizer: Summarizer | str, *, keep_last: int = 10,
                 reason: str | None = None, summarizer_name: str | None = None,
-                model: str | None = None) -> Compaction | None:
+                model: str | None = None, through: str | None = None
+                ) -> Compaction | None:
         """Compact the history for the model: the live messages of the epoch, but the
         newest `keep_last` (more when the newest would split a tool call from its
         result), are replaced by `summarizer(previous_summary, messages) -> str` in
@@ -246,9 +247,18 @@ class ConversationLog(CatalogQueries):
         deleted: `history_compacted` records the summary, the range it covers, tokens
         before and after and who made it (`summarizer_name`, else the function's
         name); the user's view, transcripts and replays keep every message. None
-        when there is nothing to compact. `model`: whose tokenizer counts."""
+        when there is nothing to compact. `model`: whose tokenizer counts.
+        `summarizer` may be the summary itself, written from `compaction_plan`, with
+        that plan's `through_message_id` as `through`: refused (CompactedMeanwhile)
+        when the range has moved since."""
         return compact(self.builder(model), check_key(key), summarizer, keep_last, reason,
-                       summarizer_name)
+                       summarizer_name, through)
+
+    def compaction_plan(self, key: str, *, keep_last: int = 10) -> CompactionPlan:
+        """What `compact(key, ..., keep_last=...)` would replace now: the messages to
+        summarize (as a summarizer gets them), the previous summary to fold in, the
+        last message of the range (None: nothing to compact). Nothing is recorded."""
+        return public_plan(self.builder(), check_key(key), keep_last)
 
     def execute(
         self, key: str, commands: Sequence[Command], origins: Sequence[str] | None = None

@@ -107,6 +107,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations/{key}/compaction": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a compaction would replace now: the messages to summarize, the previous summary to fold in, the last message of the range */
+        get: operations["getCompactionPlan"];
+        put?: never;
+        /** Compact the history for the model with the host's summary (nothing is deleted) */
+        post: operations["compact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations/{key}/context": {
         parameters: {
             query?: never;
@@ -545,6 +563,69 @@ export interface components {
             forgotten?: boolean;
         };
         /**
+         * CompactIn
+         * @description A compaction whose summary the host wrote (from GET .../compaction, the plan):
+         *         `summary` replaces, for the model, the live messages but the newest `keep_last`.
+         *         With `through_message_id` (the plan's), it is refused (409 `compacted-meanwhile`)
+         *         when the range has moved since; `summarizer`: who made the summary.
+         */
+        CompactIn: {
+            summary: string;
+            /** @default 10 */
+            keep_last?: number;
+            /** @default null */
+            through_message_id?: string | null;
+            /** @default null */
+            reason?: string | null;
+            /** @default null */
+            summarizer?: string | null;
+        };
+        /**
+         * CompactOut
+         * @description The compaction recorded, or None when there was nothing to compact.
+         */
+        CompactOut: {
+            compaction: components["schemas"]["Compaction"] | null;
+        };
+        /**
+         * Compaction
+         * @description A compaction recorded: what the model reads from now on in place of
+         *         `message_count` messages (`compacted` of them new in this compaction).
+         */
+        Compaction: {
+            key: string;
+            version: number;
+            from_version: number;
+            to_version: number;
+            through_message_id: string;
+            message_count: number;
+            compacted: number;
+            kept: number;
+            tokens_before: number;
+            tokens_after: number;
+            text: string;
+            /** @default null */
+            summarizer?: string | null;
+            /** @default null */
+            reason?: string | null;
+        };
+        /**
+         * CompactionPlan
+         * @description What a compaction would replace now, for a host that writes the summary
+         *         elsewhere (over HTTP, from the shell): the messages to summarize, the previous
+         *         summary to fold in, and the last message of the range (`through_message_id`;
+         *         None: nothing to compact). Pass `through_message_id` back with the summary: the
+         *         compaction is refused (CompactedMeanwhile) if the range has moved since.
+         */
+        CompactionPlan: {
+            key: string;
+            through_message_id: string | null;
+            compacted: number;
+            kept: number;
+            previous_summary: string | null;
+            messages: components["schemas"]["ContextMessage"][];
+        };
+        /**
          * Context
          * @description History ready to inject. `text` is the exact string to place after the system
          *         prompt (for `messages`, the JSON of `messages`).
@@ -565,6 +646,23 @@ export interface components {
             counter: string;
             /** @default 0 */
             memory_blocks?: number;
+        };
+        /**
+         * ContextMessage
+         * @description One item of a context: a message, or (role ``memory``) a live memory block.
+         */
+        ContextMessage: {
+            version: number;
+            at: string;
+            role: string;
+            text: string;
+            tokens: number;
+            /** @default false */
+            truncated?: boolean;
+            /** @default [] */
+            memory_ids?: string[];
+            /** @default false */
+            follows?: boolean;
         };
         /**
          * ContextWindowReported
@@ -836,7 +934,7 @@ export interface components {
          */
         EventOut: {
             version: number;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"];
         };
         /**
          * EventsIn
@@ -859,6 +957,37 @@ export interface components {
             ok: boolean;
             version: string;
             backend: string;
+        };
+        /**
+         * HistoryCompacted
+         * @description The host compacted the history: for the model, the messages of log positions
+         *         `from_version`..`to_version` (the last of them `through_message_id`) are replaced
+         *         by `text`, a summary its summarizer made (folding the previous compaction's
+         *         summary in, so the latest compaction covers the epoch from its start). Nothing
+         *         is deleted or rewritten: the user's view, transcripts and replays keep every
+         *         message; the model-facing reads (contexts, SDK stores) start from the summary.
+         *         The range never splits a tool call from its result (the pairing rule).
+         */
+        HistoryCompacted: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "history_compacted";
+            from_version: number;
+            to_version: number;
+            through_message_id: string;
+            message_count: number;
+            text: string;
+            tokens_before: number;
+            tokens_after: number;
+            /** @default 0 */
+            kept?: number;
+            /** @default null */
+            summarizer?: string | null;
+            /** @default null */
+            reason?: string | null;
+            at: string;
         };
         /**
          * HistoryInjected
@@ -1626,7 +1755,7 @@ export interface components {
             at: string;
             type: string;
             details: string;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"];
         };
         /**
          * TitleChanged
@@ -2674,6 +2803,296 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StateChange"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getCompactionPlan: {
+        parameters: {
+            query?: {
+                /** @description keep the newest N messages as they are */
+                keep_last?: number;
+            };
+            header?: never;
+            path: {
+                /** @description the conversation key the host chose, URL-encoded */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompactionPlan"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    compact: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description the conversation key the host chose, URL-encoded */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompactIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompactOut"];
                 };
             };
             /** @description Malformed request (not JSON, empty body, bad header) */

@@ -1,0 +1,43 @@
+"""Endpoints of compaction (issue 47): the plan (what a compaction would replace now,
+for the host to summarize with its own model), and the compaction itself, with the
+summary the host wrote. The write decides again (the range is chosen from the log
+inside it), so a plan that has moved since is a 409, and nothing is recorded."""
+
+from __future__ import annotations
+
+import convlog
+from convlog.http.endpoint import Call, Endpoint, Param
+from convlog.http.schema import CompactIn, CompactOut
+from convlog.services.compaction import check_keep_last
+
+KEY = "/v1/conversations/{key}"
+
+
+async def plan(call: Call) -> convlog.CompactionPlan:
+    key = await call.readable()
+    keep_last = check_keep_last(call.q_int("keep_last", 10, minimum=0))
+    return await call.run(call.log.compaction_plan, key, keep_last=keep_last)
+
+
+async def compact(call: Call) -> CompactOut:
+    body = await call.body(CompactIn)
+    key = await call.readable()
+    done = await call.run(call.log.compact, key, body.summary,
+                          keep_last=check_keep_last(body.keep_last), reason=body.reason,
+                          summarizer_name=body.summarizer, through=body.through_message_id)
+    return CompactOut(compaction=done)
+
+
+ENDPOINTS = [
+    Endpoint("GET", KEY + "/compaction", plan,
+             "What a compaction would replace now: the messages to summarize, the "
+             "previous summary to fold in, the last message of the range",
+             operation_id="getCompactionPlan", answer=convlog.CompactionPlan,
+             tag="conversations",
+             query=(Param("keep_last", {"type": "integer", "minimum": 0, "default": 10},
+                          "keep the newest N messages as they are"),)),
+    Endpoint("POST", KEY + "/compaction", compact,
+             "Compact the history for the model with the host's summary (nothing is "
+             "deleted)", operation_id="compact", body=CompactIn, answer=CompactOut,
+             tag="conversations"),
+]
