@@ -24,6 +24,7 @@ from playwright.sync_api import sync_playwright
 import convlog
 from bench import meta
 from convlog.html import write_conversation_page
+from convlog.services.log import application
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -38,7 +39,7 @@ def build(directory: Path, messages: int) -> tuple[Path, float]:
                 (convlog.user if i % 2 == 0 else convlog.assistant)(
                     f"message {i}: " + "lorem ipsum dolor " * 10, tokens=30)
                 for i in range(start, min(start + 500, messages))])
-        log.refresh_views()
+        application(log).catalog.refresh()
         started = time.perf_counter()
         path = write_conversation_page(log, "long", directory / f"{messages}.html")
         return path, time.perf_counter() - started

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import convlog
 from bench import meta
+from convlog.services.log import application
 
 TURN = 1_000
 GROWTH_TARGET = 1.5
@@ -66,7 +67,7 @@ def build(directory: Path, size: int) -> convlog.ConversationLog:
     for c in range(3):
         fill(log, f"conv-{c}", size, blocks=True)
     fill(log, "twin", size, blocks=False)
-    log.refresh_views()
+    application(log).catalog.refresh()
     return log
 
 

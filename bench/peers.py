@@ -86,6 +86,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, get_type_hints
 
+from convlog.services.log import application
+
 if TYPE_CHECKING:
     from bench.core import PaceMeter
 
@@ -311,7 +313,8 @@ class ConvlogStore(Store):
         return built.message_count, built.tokens
 
     def pragmas(self) -> dict[str, Any]:
-        writer = self.log.store.recorder._writer  # convlog's write connection
+        recorder: Any = application(self.log).store.recorder
+        writer = recorder._writer  # convlog's write connection (SQLite)
         return _pragmas(writer) if writer is not None else {}
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ recorded resume attempts < 300 ms.
 Workloads, each on SQLite FILES in a temporary directory (WAL), views in the DuckDB
 file next to them (``convlog.duckdb``):
 
-1. Catalog store. N conversations, each written by ONE ``log.execute(key, commands)``
+1. Catalog store. N conversations, each written by ONE ``application(log).execute(key, commands)``
    (one transaction; the fastest public write path: ~1.8k conversations/s here) with a
    seeded, realistic mix: session_started (users u0..u999, so every user has N/1000
    conversations; 4 agents, 4 clients), 1-3 turns of a user message and an assistant
@@ -27,12 +27,12 @@ file next to them (``convlog.duckdb``):
    itself does) so the fill does not spend its time in the tokenizer. The SQLite URL
    uses ``?synchronous=off`` for the fill only (then reopened at the default).
    Then:
-   a. full catch-up: ``log.rebuild_views(progress=False)`` (drop every view, catch up
+   a. full catch-up: ``application(log).catalog.rebuild(progress=False)`` (drop every view, catch up
       from event 1), repeated; events/s, median. Once first in a new process, for its
       peak resident memory (VmHWM, the interpreter and imports included).
    b. incremental catch-up: 10k new events (new conversations, and new turns in
       existing ones, which merge into existing catalog rows) then
-      ``log.refresh_views(progress=False)``; time and events/s, median of repeats.
+      ``application(log).catalog.refresh(progress=False)``; time and events/s, median of repeats.
       Shown as a latency, not scored against the 100k events/s target: a catch-up
       of 10k events onto a large store is bound by fixed costs (opening the file,
       joins with the whole catalog, the commit), not by a per-event rate.
@@ -49,7 +49,7 @@ file next to them (``convlog.duckdb``):
    class, an error text and a latency); tiers session/resume -> session/load ->
    session/new, with success rates that differ per agent, history_injected after
    most fresh successes (the rest are "memory lost"), written as RecordFact commands
-   in one ``log.execute`` per conversation. Full catch-up rate (median of repeats),
+   in one ``application(log).execute`` per conversation. Full catch-up rate (median of repeats),
    then ``log.telemetry(by=...)`` for strategy, agent, client, day and reason (full
    path each), median/p95; ``by="strategy"`` also on an open connection.
 3. The catalog's first page (20 rows: all, one user's, one agent's) at 1k, 10k, 100k
@@ -121,6 +121,7 @@ from convlog.domain.events import (
     ResumeFailed,
     ResumeSucceeded,
 )
+from convlog.services.log import application
 from convlog.storage import application as convlog_application
 
 # ---------------------------------------------------------------------------- config
@@ -404,7 +405,8 @@ class Fill:
 
 def fill(path: Path, keys: Sequence[str], build: Callable[[int], tuple[list[Command], int]],
          start: int = 0) -> Fill:
-    """Write one conversation per key with one `log.execute` each (synchronous=off)."""
+    """Write one conversation per key with one `application(log).execute` each
+    (synchronous=off)."""
     log = convlog.open(sqlite_url(path, "off"), views=str(path.with_suffix(".duckdb")))
     events = attempts = 0
     started = time.perf_counter()
@@ -412,7 +414,7 @@ def fill(path: Path, keys: Sequence[str], build: Callable[[int], tuple[list[Comm
         for i, key in enumerate(keys):
             Clock.moment = BASE_TIME + SPAN * ((start + i) / max(len(keys) + start, 1))
             commands, n = build(start + i)
-            events += log.execute(key, commands).events
+            events += application(log).execute(key, commands).events
             attempts += n
     seconds = time.perf_counter() - started
     log.close()
@@ -421,8 +423,9 @@ def fill(path: Path, keys: Sequence[str], build: Callable[[int], tuple[list[Comm
 
 REBUILD = """
 import sys, convlog
+from convlog.services.log import application
 with convlog.open(sys.argv[1]) as log:
-    log.rebuild_views(progress=False)
+    application(log).catalog.rebuild(progress=False)
 print([line for line in open("/proc/self/status") if line.startswith("VmHWM")][0].split()[1])
 """
 
@@ -521,7 +524,7 @@ def full_catch_ups(log: convlog.ConversationLog, repeats: int, name: str,
         gc.collect()
         PACE.probe()
         start = time.perf_counter()
-        applied = log.rebuild_views(progress=False)
+        applied = application(log).catalog.rebuild(progress=False)
         result.seconds.append(time.perf_counter() - start)
         result.events.append(applied)
         print(f"    rebuild: {applied:,} events in {result.seconds[-1]:.2f} s "
@@ -561,13 +564,13 @@ def incremental_catch_ups(log: convlog.ConversationLog, cfg: Config, content: Co
             for key, commands, _events in incremental_commands(
                     content, next_new, cfg.conversations, cfg.incremental_events, cfg.users):
                 Clock.moment = BASE_TIME + SPAN + timedelta(seconds=next_new)
-                log.execute(key, commands)
+                application(log).execute(key, commands)
                 if key == catalog_key(next_new):
                     next_new += 1
         gc.collect()
         PACE.probe()
         start = time.perf_counter()
-        applied = log.refresh_views(progress=False)
+        applied = application(log).catalog.refresh(progress=False)
         result.seconds.append(time.perf_counter() - start)
         result.events.append(applied)
         print(f"    incremental: {applied:,} events in {result.seconds[-1] * 1000:.0f} ms "
@@ -576,7 +579,7 @@ def incremental_catch_ups(log: convlog.ConversationLog, cfg: Config, content: Co
 
 
 def catalog_queries(log: convlog.ConversationLog, cfg: Config) -> list[Timing]:
-    views = log.analytics.views
+    views = application(log).analytics.views
     user = cfg.user
     runs = cfg.query_runs
     out = [timed(f'log.sessions(user="{user}")', lambda: log.conversations(user=user), runs, 2,
@@ -598,7 +601,7 @@ def catalog_queries(log: convlog.ConversationLog, cfg: Config) -> list[Timing]:
     out.append(timed("open + close the DuckDB file", open_only, runs))
     with views.connect():
         out.append(timed("catch-up check (open connection)",
-                         lambda: log.refresh_views(progress=False), runs))
+                         lambda: application(log).catalog.refresh(progress=False), runs))
         out.append(timed(f'log.sessions(user="{user}") (open connection)',
                          lambda: log.conversations(user=user), runs))
         out.append(timed("catalog SQL alone (open connection)",
@@ -649,7 +652,7 @@ def telemetry_queries(log: convlog.ConversationLog, cfg: Config) -> list[Timing]
         out.append(timed(f'log.telemetry(by="{by}")', partial(log.telemetry, by=by),
                          cfg.telemetry_runs, budget_s=12))
         print(f"    {out[-1].name}: p50 {millis(out[-1].p50)}", flush=True)
-    with log.analytics.views.connect():
+    with application(log).analytics.views.connect():
         out.append(timed('log.telemetry(by="strategy") (open connection)',
                          lambda: log.telemetry(by="strategy"), cfg.telemetry_runs,
                          budget_s=12))
@@ -766,7 +769,7 @@ def run(cfg: Config) -> None:
         print(f"  peak resident memory of a rebuild in a new process: {rebuild_mib:,.0f} MiB",
               flush=True)
         log = convlog.open(sqlite_url(path))
-        print("  full catch-ups (log.rebuild_views):", flush=True)
+        print("  full catch-ups (application(log).catalog.rebuild):", flush=True)
         full = full_catch_ups(log, cfg.catchup_repeats, "catalog full")
         print(f"  incremental catch-ups ({cfg.incremental_events:,} new events each):",
               flush=True)
@@ -774,7 +777,7 @@ def run(cfg: Config) -> None:
         print("  catalog and cost queries...", flush=True)
         sessions_count = len(log.conversations(user=cfg.user))
         queries = catalog_queries(log, cfg)
-        store_events = log.store.index.max_notification_id() or 0
+        store_events = application(log).store.index.max_notification_id() or 0
         duckdb_mb = disk_mb(path.with_suffix(".duckdb"))
         log.close()
         payload["catalog"] = {
@@ -790,7 +793,7 @@ def run(cfg: Config) -> None:
         ttopics = topic_counts(tpath)
         print("  events by topic: " + ", ".join(f"{t} {n:,}" for t, n in ttopics.items()))
         log = convlog.open(sqlite_url(tpath))
-        print("  full catch-ups (log.rebuild_views):", flush=True)
+        print("  full catch-ups (application(log).catalog.rebuild):", flush=True)
         tfull = full_catch_ups(log, cfg.telemetry_catchup_repeats, "telemetry full",
                                budget_s=45)
         print("  telemetry queries...", flush=True)
@@ -863,8 +866,8 @@ def _duckdb_version() -> str:
 
 
 def _count(log: convlog.ConversationLog, sql: str) -> int:
-    with log.analytics.views.connect():
-        rows = log.analytics.views.query(sql)[1]
+    with application(log).analytics.views.connect():
+        rows = application(log).analytics.views.query(sql)[1]
     return int(rows[0][0])
 
 
@@ -882,9 +885,9 @@ def profile(cfg: Config, workload: str, top: int) -> None:
             path, _ = build_catalog(tmp, cfg, content)
         log = convlog.open(sqlite_url(path))
         if workload != "catchup":
-            log.refresh_views(progress=False)
+            application(log).catalog.refresh(progress=False)
         call: Callable[[], Any] = {
-            "catchup": lambda: log.rebuild_views(progress=False),
+            "catchup": lambda: application(log).catalog.rebuild(progress=False),
             "sessions": lambda: [log.conversations(user=cfg.user) for _ in range(cfg.query_runs)],
             "telemetry": lambda: [log.telemetry(by=by) for by in TELEMETRY_GROUPS],
         }[workload]

@@ -26,6 +26,7 @@ import convlog
 from convlog.http.app import create_app
 from convlog.http.auth import Auth
 from convlog.http.server import bind
+from convlog.services.log import application
 
 ADMIN_TOKEN = "admin-token-0123456789"
 ALICE_TOKEN = "alice-token-0123456789"
@@ -38,7 +39,7 @@ def served(log: convlog.ConversationLog, auth: Auth | None = None, **options: An
            ) -> Iterator[str]:
     """The app on a real loopback socket; yields its base URL."""
     sock = bind("127.0.0.1", 0)
-    app = create_app(log, auth=auth, poll_interval=0.05, **options)
+    app = create_app(application(log), auth=auth, poll_interval=0.05, **options)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            timeout_graceful_shutdown=1, lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

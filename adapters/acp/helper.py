@@ -31,6 +31,7 @@ from convlog.acp.replay import replay_updates
 from convlog.acp.sessions import key_of
 from convlog.acp.turns import Turn
 from convlog.domain.conversation import AppendMessages, RecordFact
+from convlog.services.log import application
 
 
 def _wire(value: Any) -> Any:
@@ -67,6 +68,7 @@ class AgentSessions:
     def __init__(self, log: convlog.AsyncConversationLog, *, agent: str,
                  budget: convlog.Budget | None = None, format: str = "xml"):
         self.log = log
+        self.app = application(log.sync)
         self.agent = agent
         self.budget = budget or convlog.Budget()
         self.format = format
@@ -145,7 +147,7 @@ class AgentSessions:
         if preamble is None:
             await self.log.append_turn(key_of(session_id), messages)
             return
-        await asyncio.to_thread(self.log.sync.execute, key_of(session_id), [
+        await asyncio.to_thread(self.app.execute, key_of(session_id), [
             RecordFact(event=preamble), AppendMessages(messages=messages)])
 
 

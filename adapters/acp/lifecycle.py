@@ -58,7 +58,7 @@ def _not_found(session_id: str) -> Exception:
 async def record(proxy: Proxy, key: str, event: Fact) -> None:
     """One fact about a session, through the log's own command (never lost silently:
     a failed write is reported like a failed turn)."""
-    await proxy.recorder.fact(key, asyncio.to_thread(proxy.log.sync.execute, key,
+    await proxy.recorder.fact(key, asyncio.to_thread(proxy.app.execute, key,
                                                      [RecordFact(event=event)]))
 
 
@@ -155,7 +155,7 @@ def session_facts(proxy: Proxy, session: Session, update: Any) -> None:
                                           update=native, native_session_id=session.native_id)
     if event is not None:
         proxy.recorder.fact_soon(session.key, asyncio.to_thread(
-            proxy.log.sync.execute, session.key, [RecordFact(event=event)]))
+            proxy.app.execute, session.key, [RecordFact(event=event)]))
 
 
 def window_of_turn(session: Session, window: tuple[int, int] | None,

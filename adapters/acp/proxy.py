@@ -44,6 +44,9 @@ from convlog.acp.replay import replay_updates
 from convlog.acp.sessions import Session, Sessions, key_of
 from convlog.acp.turns import Turn
 from convlog.acp.wire import DEFAULT_MAX_FRAME
+from convlog.services.aio import AsyncConversationLog
+from convlog.services.application import Application
+from convlog.services.log import host_api
 
 log = logging.getLogger("convlog.acp")
 
@@ -53,15 +56,19 @@ def _with_session(params: Any, session_id: str) -> Any:
 
 
 class Proxy:
-    def __init__(self, log: convlog.AsyncConversationLog, command: list[str], *,
+    def __init__(self, app: Application, command: list[str], *,
                  budget: convlog.Budget | None = None, agent_name: str | None = None,
                  max_frame: int = DEFAULT_MAX_FRAME, grace: float = 2.0,
                  init_timeout: float = DEFAULT_INIT_TIMEOUT, preamble: str = DEFAULT_MODE):
         self.agent = Downstream(command, self.from_agent, max_frame=max_frame,
                                 init_timeout=init_timeout)
-        self.sessions = Sessions(log, self.agent, budget or convlog.Budget())
-        self.recorder = Recorder(log)
-        self.log = log
+        self.app = app
+        """The application (services.application): the proxy's writes beyond the
+        host API (a fact recorded with its turn) are its operations."""
+        self.log = AsyncConversationLog(host_api(app))
+        """The host API over `app`, for everything a host does."""
+        self.sessions = Sessions(self.log, app, self.agent, budget or convlog.Budget())
+        self.recorder = Recorder(self.log, app)
         self.max_frame = max_frame
         self.grace = grace
         self.agent_name = agent_name

@@ -18,13 +18,14 @@ from typing import Any
 import convlog
 from convlog.domain.conversation import AppendMessages, Command, RecordFact
 from convlog.domain.events import ContextWindowReported, PreambleSent
+from convlog.services.application import Application
 
 log = logging.getLogger("convlog.acp")
 
 
 class Recorder:
-    def __init__(self, log: convlog.AsyncConversationLog):
-        self.log = log
+    def __init__(self, log: convlog.AsyncConversationLog, app: Application):
+        self.log, self.app = log, app
         self._writes: set[asyncio.Future[Any]] = set()
         self.failures = 0
 
@@ -54,7 +55,7 @@ class Recorder:
         commands: list[Command] = [*(RecordFact(event=f) for f in first),
                                    AppendMessages(messages=list(messages)),
                                    *(RecordFact(event=f) for f in facts)]
-        await self._write(asyncio.to_thread(self.log.sync.execute, key, commands), key)
+        await self._write(asyncio.to_thread(self.app.execute, key, commands), key)
 
     async def fact(self, key: str, write: Any) -> None:
         """One fact about a session (a close, a title...), written like a turn."""

@@ -22,6 +22,7 @@ from convlog.acp.preamble import DEFAULT_MODE
 from convlog.acp.proxy import Proxy
 from convlog.acp.wire import DEFAULT_MAX_FRAME, FrameTransport, reader_limit
 from convlog.domain.errors import ConvlogError
+from convlog.services.application import Application
 
 log = logging.getLogger("convlog.acp")
 
@@ -69,7 +70,7 @@ def check_stdio() -> None:
                                "is started by an ACP client (an editor or a desktop host)")
 
 
-async def run_stdio(log_: convlog.AsyncConversationLog, command: list[str], *,
+async def run_stdio(app: Application, command: list[str], *,
                     budget: convlog.Budget | None = None, agent_name: str | None = None,
                     max_frame: int = DEFAULT_MAX_FRAME,
                     init_timeout: float = DEFAULT_INIT_TIMEOUT,
@@ -77,7 +78,7 @@ async def run_stdio(log_: convlog.AsyncConversationLog, command: list[str], *,
     """`convlog acp`: the proxy on stdin/stdout. Returns the exit status."""
     from acp import stdio_streams
 
-    proxy = Proxy(log_, command, budget=budget, agent_name=agent_name, max_frame=max_frame,
+    proxy = Proxy(app, command, budget=budget, agent_name=agent_name, max_frame=max_frame,
                   init_timeout=init_timeout, preamble=preamble)
     check_stdio()
     try:

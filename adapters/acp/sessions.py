@@ -30,6 +30,7 @@ from convlog.acp.downstream import AgentExited, Downstream
 from convlog.acp.turns import Turn
 from convlog.domain.conversation import RecordFact
 from convlog.domain.events import HistoryInjected
+from convlog.services.application import Application
 
 log = logging.getLogger("convlog.acp")
 
@@ -73,9 +74,9 @@ class Session:
 class Sessions:
     """Which client session is which conversation and which agent session."""
 
-    def __init__(self, log: convlog.AsyncConversationLog, agent: Downstream,
-                 budget: convlog.Budget):
-        self.log = log
+    def __init__(self, log: convlog.AsyncConversationLog, app: Application,
+                 agent: Downstream, budget: convlog.Budget):
+        self.log, self.app = log, app
         self.agent = agent
         self.budget = budget
         self.by_id: dict[str, Session] = {}
@@ -194,7 +195,7 @@ class Sessions:
             to_version=context.to_version, message_count=context.message_count,
             tokens=context.tokens, format=context.format, text=context.text,
             native_session_id=native))
-        await asyncio.to_thread(self.log.sync.execute, key, [fact])
+        await asyncio.to_thread(self.app.execute, key, [fact])
         return context
 
     async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

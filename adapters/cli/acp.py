@@ -11,6 +11,7 @@ import shutil
 import convlog
 from convlog.cli.arguments import UsageError, positive_float, positive_int
 from convlog.domain.errors import ConvlogError
+from convlog.services.log import application
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,7 +75,7 @@ def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
                         format="convlog acp: %(levelname)s: %(message)s")
     budget = convlog.Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
     status = asyncio.run(run_stdio(
-        convlog.AsyncConversationLog(log), args.agent, budget=budget,
+        application(log), args.agent, budget=budget,
         agent_name=args.agent_name, max_frame=int(args.max_frame_mb * 1024 * 1024),
         init_timeout=args.init_timeout, preamble=args.preamble))
     if status:

@@ -27,7 +27,7 @@ from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.projections.money import LEGEND, usd_text
 from convlog.services.jsonlines import parse_lines
-from convlog.services.log import ConversationLog
+from convlog.services.log import ConversationLog, application
 from convlog.services.resume.resumption import span_budget
 from convlog.storage.urls import parse_url
 
@@ -57,7 +57,7 @@ def check_record(args: argparse.Namespace) -> None:
 
 def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
     commands, origins = args.batch
-    result = log.execute(args.key, commands, origins)
+    result = application(log).execute(args.key, commands, origins)
     if args.json:
         print_json({"key": args.key, **msgspec.structs.asdict(result)})
     else:
@@ -166,7 +166,8 @@ def cmd_expire_idle(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_views(log: ConversationLog, args: argparse.Namespace) -> None:
-    count = (log.rebuild_views() if args.action == "rebuild" else log.refresh_views())
+    catalog = application(log).catalog
+    count = catalog.rebuild() if args.action == "rebuild" else catalog.refresh()
     if not args.follow:
         if args.json:
             print_json({"action": args.action, "events": count})
@@ -177,14 +178,14 @@ def cmd_views(log: ConversationLog, args: argparse.Namespace) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     if not args.json:
-        print(f"following {log.config.url}: {count:,} event(s) applied; "
+        print(f"following {application(log).config.url}: {count:,} event(s) applied; "
               "stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
 
     def report(applied: int) -> None:
         if not args.json:
             print(f"applied {applied:,} event(s)", file=sys.stderr, flush=True)
 
-    count += log.follow_views(stop, interval=args.interval, on_batch=report)
+    count += catalog.follow(stop, interval=args.interval, on_batch=report)
     if args.json:
         print_json({"action": "follow", "events": count})
     else:

@@ -19,8 +19,7 @@ from convlog.crypto.keys import (
     generate_key,
     load_key,
 )
-from convlog.services import privacy
-from convlog.services.log import ConversationLog
+from convlog.services.log import ConversationLog, application
 
 KEY_ACTIONS = ("generate", "status", "enable", "rotate")
 
@@ -43,14 +42,15 @@ def run_keys(db: str | None, args: argparse.Namespace) -> None:
         _enable(db, args)
         return
     with ConversationLog(db, create=False, preload_tokenizer=False) as log:
+        app = application(log)
         if args.action == "status":
-            status = privacy.status(log.writer)
+            status = app.keys.status()
             if args.json:
                 print_json(status)
             elif not status.encrypted:
-                print(f"{log.config.display}: not encrypted (`convlog keys enable`)")
+                print(f"{app.config.display}: not encrypted (`convlog keys enable`)")
             else:
-                print(f"{log.config.display}: encrypted (store {status.store_id}); data keys: "
+                print(f"{app.config.display}: encrypted (store {status.store_id}); data keys: "
                       f"{status.live_keys} live, {status.destroyed_keys} destroyed; "
                       f"{status.users} user(s)")
             return
@@ -58,7 +58,7 @@ def run_keys(db: str | None, args: argparse.Namespace) -> None:
         if new is None:
             raise MissingKey(f"rotation needs the new key in {ENV_NEW_KEY} or "
                              f"{ENV_NEW_KEY_FILE} (the current one in {ENV_KEY}/{ENV_KEY_FILE})")
-        count = privacy.rotate(log.writer, new)
+        count = app.keys.rotate(new)
         if args.json:
             print_json({"rewrapped": count})
         else:

@@ -17,7 +17,7 @@ from pathlib import Path
 from convlog.cli.render import print_json
 from convlog.domain.errors import MissingExtra
 from convlog.domain.numbers import whole_number
-from convlog.services.log import ConversationLog
+from convlog.services.log import ConversationLog, application
 from convlog.services.sidecar import sidecar_path
 
 GRACE = 60.0
@@ -80,7 +80,7 @@ def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="convlog export: %(message)s")
     state = (Path(args.state) if args.state
-             else sidecar_path(log.config, "otel", "CONVLOG_OTEL_STATE"))
+             else sidecar_path(application(log).config, "otel", "CONVLOG_OTEL_STATE"))
     tracking, sender = TrackingFile(state), Sender()
     try:
         exporter = Exporter(log, tracking, sender.send, endpoint(),
@@ -92,7 +92,7 @@ def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: stop.set())
             if not args.json:
-                print(f"sending {log.config.display} to {endpoint()} from position "
+                print(f"sending {application(log).config.display} to {endpoint()} from position "
                       f"{exporter.position}; stop with Ctrl-C or SIGTERM", file=sys.stderr,
                       flush=True)
             report = exporter.follow(stop, interval=args.interval)

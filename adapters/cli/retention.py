@@ -20,8 +20,7 @@ import argparse
 from convlog.cli.arguments import UsageError, positive_float, positive_int
 from convlog.cli.render import print_json
 from convlog.domain.retention import RetentionPolicy
-from convlog.services import privacy
-from convlog.services.log import ConversationLog
+from convlog.services.log import ConversationLog, application
 from convlog.services.options import RETENTION_ENV, retention_options
 from convlog.services.retention import RetentionInForce, RetentionRun
 
@@ -165,16 +164,17 @@ def info_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_info(log: ConversationLog, args: argparse.Namespace) -> None:
-    keys = privacy.status(log.writer)
+    app = application(log)
+    keys = app.keys.status()
     store = log.store_retention_policy()
     own = log.retention_policy(args.key) if args.key is not None else None
     if args.json:
-        print_json({"store": log.config.display, "encrypted": keys.encrypted,
+        print_json({"store": app.config.display, "encrypted": keys.encrypted,
                     "retention": {"policy": store.policy, "source": store.source},
                     "conversation": None if own is None else {
                         "key": args.key, "policy": own.policy, "source": own.source}})
         return
-    print(f"store: {log.config.display}")
+    print(f"store: {app.config.display}")
     print(f"encrypted: {'yes' if keys.encrypted else 'no'}")
     print(f"retention: {_in_force_text(store)}")
     if own is not None:

@@ -12,7 +12,7 @@ import argparse
 from convlog.cli.arguments import positive_float, positive_int
 from convlog.domain.errors import ConvlogError
 from convlog.domain.numbers import whole_number
-from convlog.services.log import ConversationLog
+from convlog.services.log import ConversationLog, application
 
 EXTRA_HINT = "convlog serve needs the http extra: pip install 'convlog[http]'"
 
@@ -82,7 +82,7 @@ def check(args: argparse.Namespace) -> None:
 def cmd_serve(log: ConversationLog, args: argparse.Namespace) -> None:
     from convlog.http import server
 
-    server.serve(log, args.options, sock=args.socket)
+    server.serve(application(log), args.options, sock=args.socket)
 
 
 def _origin(value: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from convlog.cli.render import print_json
 from convlog.domain.errors import InvalidInput
 from convlog.services.importing import find_follower
-from convlog.services.log import ConversationLog
+from convlog.services.log import ConversationLog, application
 from convlog.services.sidecar import sidecar_path
 from convlog.watch.positions import Positions
 from convlog.watch.status import StatusLine
@@ -58,7 +58,7 @@ def cmd_watch(log: ConversationLog, args: argparse.Namespace) -> None:
     follower = find_follower(args.format)
     folder = Path(args.folder).expanduser() if args.folder else follower.home()
     state = (Path(args.state) if args.state
-             else sidecar_path(log.config, "watch", "CONVLOG_WATCH_STATE"))
+             else sidecar_path(application(log).config, "watch", "CONVLOG_WATCH_STATE"))
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="convlog watch: %(message)s")  # other libraries: quiet
     logging.getLogger("convlog.watch").setLevel(

@@ -33,6 +33,8 @@ from convlog.http.limits import BODY_TIMEOUT, MAX_BODY, MAX_REQUESTS, Limits
 from convlog.http.openapi import encoded
 from convlog.http.problems import ProblemError, handle, to_problem
 from convlog.http.schema import Health
+from convlog.services.application import Application
+from convlog.services.log import host_api
 from convlog.services.requests import Answer, RequestRecorded, recording
 
 WAIT_STEPS, WAIT_STEP = 50, 0.1
@@ -64,10 +66,10 @@ async def _keyed(call: Call, endpoint: Endpoint, idem: str) -> Response:
     """A POST under an Idempotency-Key (convlog.http.idempotency): the first answer
     again, from the store, or the request run with its key marked in its write, and
     its answer kept once it succeeded."""
-    request, log = call.request, call.log
+    request, claims = call.request, call.server.app.requests
     scope = scope_digest((call.principal.user or "", endpoint.path, request.url.path, idem))
     mine = fingerprint(request.method, request.url.path, await request.body())
-    found = await call.run(log.request_answer, scope)
+    found = await call.run(claims.answer, scope)
     if found is not None:
         return _replayed(found, mine)
     try:
@@ -75,7 +77,7 @@ async def _keyed(call: Call, endpoint: Endpoint, idem: str) -> Response:
             response = _answer(await endpoint.handler(call))
     except RequestRecorded:  # another server, or this one before a crash, recorded it
         for _ in range(WAIT_STEPS):
-            found = await call.run(log.request_answer, scope)
+            found = await call.run(claims.answer, scope)
             if found is not None:
                 return _replayed(found, mine)
             await anyio.sleep(WAIT_STEP)
@@ -84,7 +86,7 @@ async def _keyed(call: Call, endpoint: Endpoint, idem: str) -> Response:
                            "nothing was recorded again: retry later", field=HEADER,
                            headers={"Retry-After": "1"}) from None
     if 200 <= response.status_code < 300:  # refused requests keep nothing
-        kept = await call.run(log.keep_request_answer, scope, Answer(
+        kept = await call.run(claims.keep, scope, Answer(
             mine, response.status_code, bytes(response.body)), call.principal.user)
         if kept.fingerprint != mine:
             raise InvalidInput(REUSED, field=HEADER)
@@ -102,7 +104,7 @@ def _answer(value: Any) -> Response:
     return value if isinstance(value, Response) else json_response(value)
 
 
-def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
+def create_app(app: Application, *, auth: Auth | None = None,
                max_body: int = MAX_BODY, body_timeout: float = BODY_TIMEOUT,
                max_requests: int = MAX_REQUESTS, poll_interval: float = 0.25,
                max_streams_per_token: int = 100, max_streams: int = 500,
@@ -111,9 +113,10 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
                host_names: Sequence[str] = (),
                endpoints: Sequence[Endpoint] = ENDPOINTS
                ) -> Any:
-    """The ASGI app serving `log` (which the caller opens and closes)."""
-    server = Server(log=log, auth=auth or Auth(), poll_interval=poll_interval,
-                    inline_writes=log.config.backend == "sqlite",
+    """The ASGI app serving the log of `app` (which the caller opens and closes)."""
+    server = Server(app=app, log=host_api(app), auth=auth or Auth(),
+                    poll_interval=poll_interval,
+                    inline_writes=app.config.backend == "sqlite",
                     max_streams_per_token=max_streams_per_token, max_streams=max_streams,
                     max_batch=max_batch)
     version = convlog.__version__
@@ -123,7 +126,7 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
         return Response(document, media_type="application/json")
 
     async def health(request: Request) -> Response:
-        return json_response(Health(ok=True, version=version, backend=log.config.backend))
+        return json_response(Health(ok=True, version=version, backend=app.config.backend))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -137,13 +140,13 @@ def create_app(log: convlog.ConversationLog, *, auth: Auth | None = None,
               for e in endpoints]
     routes += [Route("/openapi.json", openapi, methods=["GET"]),
                Route("/health", health, methods=["GET"])]
-    app = Starlette(routes=routes, lifespan=lifespan,
-                    exception_handlers={HTTPException: handle, Exception: handle})
+    asgi = Starlette(routes=routes, lifespan=lifespan,
+                     exception_handlers={HTTPException: handle, Exception: handle})
     # Starlette answers a path with a stray trailing slash with a redirect to a URL
     # built from the request's Host header (to evil.example, unauthenticated): a 404.
-    app.router.redirect_slashes = False
-    app.state.server = server
-    limited = Limits(app, max_body=max_body, body_timeout=body_timeout,
+    asgi.router.redirect_slashes = False
+    asgi.state.server = server
+    limited = Limits(asgi, max_body=max_body, body_timeout=body_timeout,
                      max_requests=max_requests,
                      uncounted=["/health", *(e.path for e in endpoints if e.stream)])
     return Guard(limited, open_mode=not server.auth.required, allow_origins=allow_origins,

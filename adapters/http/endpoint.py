@@ -28,6 +28,7 @@ from convlog.domain.numbers import whole_number
 from convlog.http.auth import Auth, Principal
 from convlog.http.problems import ProblemError
 from convlog.projections.moment import parse_time
+from convlog.services.application import Application
 from convlog.services.jsonstrict import decode
 
 T = TypeVar("T")
@@ -54,7 +55,10 @@ class Param:
 class Server:
     """What the endpoints share for the life of the process."""
 
+    app: Application
+    """The application (services.application): the writes and request claims."""
     log: convlog.ConversationLog
+    """The host API over `app`: what each endpoint does."""
     auth: Auth
     poll_interval: float = 0.25
     ping_interval: float = 15.0
@@ -96,11 +100,11 @@ class Call:
         in a worker thread instead, one at a time per process, as does a large one
         and every write on PostgreSQL (a network round trip)."""
         if self.server.inline_writes and len(await self.request.body()) <= INLINE_MAX:
-            done = self.log.writer.execute_at_once(key, commands, origins)
+            done = self.server.app.execute_at_once(key, commands, origins)
             if done is not None:
                 return done
         return await anyio.to_thread.run_sync(
-            functools.partial(self.log.execute, key, commands, origins),
+            functools.partial(self.server.app.execute, key, commands, origins),
             limiter=self.server.writes)
 
     async def compute(self, fn: Callable[..., T], *args: Any) -> T:

@@ -1,7 +1,7 @@
 """The `Idempotency-Key` header: a retried POST is answered, never applied again.
 
 Every POST takes the header. The answer of the first request under a key is kept in
-the store once the request succeeded (`ConversationLog.keep_request_answer`, kept 24
+the store once the request succeeded (the application's `requests.keep`, kept 24
 hours), and a retry with the same body gets it back, status and body, with
 ``Idempotent-Replayed: true``, from every server on the database and after a restart;
 the same key with another body is a 422, as the IETF idempotency-key draft asks. A

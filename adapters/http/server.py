@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import uvicorn
 
-import convlog
 from convlog.domain.errors import InvalidInput
 from convlog.http.app import create_app
 from convlog.http.auth import Auth, is_loopback, load_user_tokens
@@ -29,6 +28,7 @@ from convlog.http.transport import (
     TransportLimits,
     protocol_class,
 )
+from convlog.services.application import Application
 
 TOKEN_VAR = "CONVLOG_TOKEN"
 
@@ -83,20 +83,22 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(log: convlog.ConversationLog, options: Options,
+def serve(app: Application, options: Options,
           sock: socket.socket | None = None) -> None:
     """Serve until SIGINT/SIGTERM, on `sock` when it is given (bound by the caller,
-    e.g. before it opened the log), else on one bound to the options' address."""
+    e.g. before it opened the log), else on one bound to the options' address.
+    `app`: the open log's application (services.application), opened and closed by
+    the caller."""
     auth = make_auth(options)
-    app = create_app(log, auth=auth, max_body=options.max_body,
-                     body_timeout=options.body_timeout, max_requests=options.max_connections,
-                     max_streams_per_token=options.streams_per_token,
-                     max_streams=options.streams_in_all, max_batch=options.max_batch,
-                     allow_origins=options.allow_origins, host_names=(options.host,))
+    asgi = create_app(app, auth=auth, max_body=options.max_body,
+                      body_timeout=options.body_timeout, max_requests=options.max_connections,
+                      max_streams_per_token=options.streams_per_token,
+                      max_streams=options.streams_in_all, max_batch=options.max_batch,
+                      allow_origins=options.allow_origins, host_names=(options.host,))
     sock = sock if sock is not None else bind(options.host, options.port)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, server_header=False,
+        asgi, log_level="warning", access_log=False, server_header=False,
         # uvicorn's own connection limit answers in plain text and counts idle sockets:
         # the protocol sheds idle connections instead (transport.py)
         http=protocol_class(TransportLimits(header_timeout=options.header_timeout,
@@ -106,7 +108,7 @@ def serve(log: convlog.ConversationLog, options: Options,
         timeout_keep_alive=int(options.keep_alive),
         timeout_graceful_shutdown=3, lifespan="on")
     host = f"[{options.host}]" if ":" in options.host else options.host
-    print(f"convlog serve: listening on http://{host}:{port} ({log.config.url}"
+    print(f"convlog serve: listening on http://{host}:{port} ({app.config.url}"
           f"{', tokens required' if auth.required else ', no token: loopback only'})",
           file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[sock])

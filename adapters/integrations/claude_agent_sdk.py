@@ -49,6 +49,7 @@ from convlog.integrations.claude_entries import paired_entries, sound_entries, t
 from convlog.integrations.extras import require
 from convlog.integrations.settled import write_in_worker
 from convlog.projections.pair_causes import imported
+from convlog.services.log import application
 
 require("claude-agent-sdk", "claude_agent_sdk", "convlog.integrations.claude_agent_sdk")
 
@@ -122,6 +123,8 @@ class ConvlogSessionStore:
                  agent: str | None = "claude", user: str | None = None) -> None:
         self._owns_log = not isinstance(log, convlog.ConversationLog)
         self.log = log if isinstance(log, convlog.ConversationLog) else convlog.open(log)
+        self.app = application(self.log)
+        """Its application (services.application): this store's writes."""
         self.agent, self.user = agent, user
 
     def close(self) -> None:
@@ -178,7 +181,7 @@ class ConvlogSessionStore:
                                                 if isinstance(v, str)}),
                     batches[epoch], *titled]
 
-        self.log.writer.decide(conversation_key(key), commands)
+        self.app.decide(conversation_key(key), commands)
 
     def _messages(self, entries: list[SessionStoreEntry], epoch: int) -> list[Message]:
         """The entries as messages. A uuid is an idempotency key within one epoch, so
@@ -253,6 +256,6 @@ class ConvlogSessionStore:
                         for sub in parts[2:]]
         for target in targets:
             if self.log.exists(target):
-                self.log.execute(target, [Clear(reason="SessionStore.delete"),
+                self.app.execute(target, [Clear(reason="SessionStore.delete"),
                                           Archive(reason="SessionStore.delete")])
 

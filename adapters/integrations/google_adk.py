@@ -50,6 +50,7 @@ from convlog.integrations.extras import require
 from convlog.integrations.settled import write_in_worker
 from convlog.projections.adk_sessions import split_state
 from convlog.services.items import RawJson, json_item
+from convlog.services.log import application
 
 require("google-adk", "google.adk", "convlog.integrations.google_adk")
 
@@ -130,6 +131,8 @@ class ConvlogSessionService(BaseSessionService):
     def __init__(self, log: convlog.ConversationLog | str | None = None) -> None:
         self._owns_log = not isinstance(log, convlog.ConversationLog)
         self.log = log if isinstance(log, convlog.ConversationLog) else convlog.open(log)
+        self.app = application(self.log)
+        """Its application (services.application): this store's writes."""
 
     async def close(self) -> None:
         if self._owns_log:
@@ -178,7 +181,7 @@ class ConvlogSessionService(BaseSessionService):
         except UnknownConversation:
             epoch = 0
         now = time.time()
-        done = self.log.execute(key, [
+        done = self.app.execute(key, [
             StartConversation(channel=CHANNEL, agent=app_name, user=user_id,
                          metadata={"app_name": app_name, "user_id": user_id,
                                    "session_id": sid}),
@@ -191,7 +194,7 @@ class ConvlogSessionService(BaseSessionService):
 
     def _delete(self, key: str) -> None:
         if self.log.exists(key):
-            self.log.execute(key, [Clear(reason="delete_session"),
+            self.app.execute(key, [Clear(reason="delete_session"),
                                    Archive(reason="delete_session")])
 
     def _records(self, key: str) -> list[Record] | None:
@@ -300,7 +303,7 @@ class ConvlogSessionService(BaseSessionService):
                        user: dict[str, Any]) -> None:
         for key, delta in ((scope_key(app_name), app), (scope_key(app_name, user_id), user)):
             if delta:
-                self.log.execute(key, [
+                self.app.execute(key, [
                     StartConversation(channel=CHANNEL + "-state", agent=app_name),
                     AppendMessages(messages=[state_record(delta)])])
 

@@ -45,7 +45,7 @@ from convlog.integrations.openai_items import (
 )
 from convlog.integrations.settled import write_in_thread
 from convlog.projections.pair_causes import imported
-from convlog.services.items import retracted_since
+from convlog.services.log import application
 
 require("openai-agents", "agents", "convlog.integrations.openai_agents")
 
@@ -87,6 +87,8 @@ class ConvlogSession:
                                  if session_settings is not None else SessionSettings())
         self._owns_log = not isinstance(log, convlog.ConversationLog)
         self.log = log if isinstance(log, convlog.ConversationLog) else convlog.open(log)
+        self.app = application(self.log)
+        """Its application (services.application): this store's writes."""
         self._usage_seen: tuple[RunUsage, int, int, int] | None = None  # (run, in, cached, out)
 
     # ---------------------------------------------------------------- protocol
@@ -147,7 +149,7 @@ class ConvlogSession:
     def _retracted(self, since: str) -> list[Any]:
         """The messages retracted since message `since` (an output `pop_item` took
         back): read only when some output is lost, to say why."""
-        return retracted_since(self.log.store, self.key, since)
+        return self.app.retracted_since(self.key, since)
 
     def _imported(self) -> bool:
         """Whether the conversation came from an importer (one read of its start),
@@ -166,7 +168,7 @@ class ConvlogSession:
         messages = [to_message(item, model=self.model, agent=agent,
                                usage=usage if i == carrier else None, field=f"items[{i}]")
                     for i, item in enumerate(items)]
-        self.log.execute(self.key, [
+        self.app.execute(self.key, [
             StartConversation(channel=CHANNEL, user=self.user, agent=self.agent),
             AppendMessages(messages=messages)])
 

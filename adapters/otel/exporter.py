@@ -38,6 +38,7 @@ from convlog.otel.resumes import resume_span
 from convlog.otel.spans import SpanSpec
 from convlog.otel.turns import Near, segments
 from convlog.services.feed import EventFeed, FeedEvent
+from convlog.services.log import application
 
 logger = logging.getLogger("convlog.otel")
 PAGE = 500
@@ -77,7 +78,7 @@ class Exporter:
         self.name = f"otel {destination}"
         self.report = Report(destination=destination)
         self.with_content, self.grace, self.page = with_content, grace, page
-        self.feed = EventFeed(log)
+        self.feed = EventFeed(application(log))
 
     @property
     def position(self) -> int:

@@ -1,11 +1,14 @@
 """Application services: what a host does with a log, as use cases.
 
-Lives here: the log and its conversation handles (`log`, with its analytics half in
-`catalog` and the values it hands back in `results`; `handle`; `aio` for asyncio
-hosts; `options`, how a log is opened), the one writer every write goes through
-(`writer`), resuming after a restart (`resume/`: its `__init__` maps where a resume
-is decided, recorded and served),
-the context builder (`context`), the message builders (`builders`) and the typed
+Lives here: the composition root (`application`: `bootstrap` opens the store and
+builds ONE `Application` per open log: the writer, the read API, the catalog, request
+claims, the injection record, the import driver, the context builder, keys), the
+store's read API (`reads`), the host API over it: the log and its conversation
+handles (`log`, with its analytics half in `catalog` and the values it hands back in
+`results`; `handle`; `aio` for asyncio hosts; `options`, how a log is opened), the
+one writer every write goes through (`writer`), resuming after a restart
+(`resume/`: its `__init__` maps where a resume is decided, recorded and served), the
+context builder (`context`), the message builders (`builders`) and the typed
 record input that every entry point decodes into (`jsonlines`: the CLI's `record`,
 and any other surface that takes a host's lines), and `anthropic_blocks`, the one
 mapping of Anthropic content blocks that the Claude Code importer and the Claude Agent
@@ -28,4 +31,7 @@ Also here:
 
 May import: the domain, the projections, `storage/`, `views/`, `accounting/`.
 Never `cli/` or an integration room: entry points call in, services never call out.
+Entry points are handed the `Application` (or a host's log, and then reach its
+application with `log.application(log)`); they use its operations, never its
+`store` or `writer` (tests/unit/test_dependency_direction.py).
 """

@@ -8,7 +8,7 @@ other conversations while a write waits for the disk or for another process's lo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,10 @@ from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
 from convlog.services.compaction import Compaction, CompactionPlan, compact_async
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
+from convlog.services.import_run import ImportSummary, ProgressCallback
+from convlog.services.importing import Importer
 from convlog.services.items import Kept, RawEntry, RawItem, RawJson, Summarized
-from convlog.services.log import ConversationLog
+from convlog.services.log import ConversationLog, application
 from convlog.services.memory import MemoryBlock
 from convlog.services.options import LogOptions
 from convlog.services.privacy import ForgetResult
@@ -121,8 +123,8 @@ class AsyncConversationLog:
                       summarizer_name: str | None = None, model: str | None = None,
                       through: str | None = None) -> Compaction | None:
         """`ConversationLog.compact`; `summarizer` may be a coroutine function."""
-        return await compact_async(self.sync.builder(model), check_key(key), summarizer,
-                                   keep_last, reason, summarizer_name, through)
+        return await compact_async(application(self.sync).builder(model), check_key(key),
+                                   summarizer, keep_last, reason, summarizer_name, through)
 
     async def compaction_plan(self, key: str, *, keep_last: int = 10) -> CompactionPlan:
         return await asyncio.to_thread(self.sync.compaction_plan, key, keep_last=keep_last)
@@ -246,6 +248,28 @@ class AsyncConversationLog:
     async def forget(self, *, user: str, requested_by: str | None = None) -> ForgetResult:
         return await asyncio.to_thread(self.sync.forget, user=user, requested_by=requested_by)
 
+    async def export_parquet(self, directory: str | Path) -> list[Path]:
+        return await asyncio.to_thread(self.sync.export_parquet, directory)
+
+    async def import_(self, format: str | Importer, paths: Sequence[str | Path], *,
+                      keep_going: bool = False, progress: ProgressCallback | None = None,
+                      max_line_bytes: int | None = None) -> ImportSummary:
+        return await asyncio.to_thread(self.sync.import_, format, paths,
+                                       keep_going=keep_going, progress=progress,
+                                       max_line_bytes=max_line_bytes)
+
+    async def known_message_ids(self, key: str, ids: Sequence[str]) -> set[str]:
+        return await asyncio.to_thread(self.sync.known_message_ids, key, ids)
+
+    async def record_injection(self, key: str, context: Context,
+                               native_session_id: str | None = None) -> bool:
+        return await asyncio.to_thread(self.sync.record_injection, key, context,
+                                       native_session_id)
+
+    async def enable_encryption(self, master_key: bytes,
+                                progress: Callable[[str, int], None] | None = None) -> int:
+        return await asyncio.to_thread(self.sync.enable_encryption, master_key, progress)
+
     async def expire(self, *, idle_days: float, dry_run: bool = False) -> list[CatalogRow]:
         return await asyncio.to_thread(self.sync.expire, idle_days=idle_days, dry_run=dry_run)
 
@@ -255,7 +279,7 @@ class AsyncConversationLog:
         summarizer_name: str | None = None, model: str | None = None,
     ) -> Context:
         """`ConversationLog.context`; `summarizer` may be a coroutine function."""
-        return await self.sync.builder(model).build_async(
+        return await application(self.sync).builder(model).build_async(
             key, budget or Budget(), format, frozenset(exclude), summarizer, summarizer_name)
 
     async def resume(
@@ -266,7 +290,7 @@ class AsyncConversationLog:
     ) -> ResumeOutcome:
         """`ConversationLog.resume`; tiers may be coroutine functions (awaited with
         their timeout) or plain callables (run in a worker thread)."""
-        builder = self.sync.builder(model)
+        builder = application(self.sync).builder(model)
         run = await asyncio.to_thread(ResumeRun, builder, check_key(key), budget or Budget(),
                                       format, frozenset(exclude))
         return await resume_async(run, tiers, summarizer, summarizer_name)

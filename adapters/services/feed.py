@@ -17,7 +17,7 @@ from uuid import UUID
 import msgspec
 
 from convlog.domain.events import AnyEvent, ConversationStarted
-from convlog.services.log import ConversationLog
+from convlog.services.application import Application
 from convlog.storage.errors import CorruptEvent
 
 KEY_CACHE = 4096
@@ -36,8 +36,8 @@ class FeedEvent(msgspec.Struct, frozen=True, kw_only=True):
 class EventFeed:
     """Reads the log in order; remembers the keys of recently seen conversations."""
 
-    def __init__(self, log: ConversationLog):
-        self._store = log.store
+    def __init__(self, app: Application):
+        self._store = app.store
         self._starts: OrderedDict[UUID, ConversationStarted] = OrderedDict()
 
     def last_position(self) -> int:

@@ -315,7 +315,7 @@ def to_command(line: AnyLine) -> Command:
     if isinstance(line, MemoryInjectedLine):
         command = InjectMemory(text=line.text, memory_ids=list(line.memory_ids),
                                native_session_id=line.native_session_id)
-        # The cooldown depth is the log's setting: ConversationLog.execute sets it.
+        # The cooldown depth is the log's setting: its writer sets it (Writer.prepare).
         return command if line.block_id is None else msgspec.structs.replace(
             command, block_id=line.block_id)
     if isinstance(line, ConversationArchivedLine):

@@ -20,6 +20,7 @@ import msgspec
 
 import convlog
 from convlog.services.importing import Follower, ImportFailure, Position
+from convlog.services.log import application
 from convlog.watch.positions import HEAD_BYTES, TAIL_BYTES, Positions, Saved
 
 logger = logging.getLogger("convlog.watch")
@@ -46,6 +47,7 @@ class Tail:
     def __init__(self, log: convlog.ConversationLog, follower: Follower, positions: Positions,
                  *, max_bytes: int = 8 * 2**20):
         self.log, self.follower, self.positions = log, follower, positions
+        self.app = application(log)
         self.max_bytes = max_bytes
 
     def read(self, path: Path, *, final: bool = False) -> Captured:
@@ -79,7 +81,7 @@ class Tail:
                 followed.conversations)
             if followed.failure is not None:
                 items.append(followed.failure)
-            summary = self.log.import_conversations(fmt, items)
+            summary = self.app.imports.record(fmt, items)
             if summary.messages:
                 done.keys += [c.key for c in followed.conversations if c.messages]
             done.messages += summary.messages

@@ -88,7 +88,7 @@ class Watcher:
             raise ConvlogError(f"cannot watch {self.root}: {exc} (on Linux, raise "
                                "fs.inotify.max_user_watches)") from None
         logger.info("following %s (%s) into %s; positions in %s", self.root,
-                    self.follower.name, self.tail.log.config.display, self.positions.path)
+                    self.follower.name, self.tail.app.config.display, self.positions.path)
         try:
             self._catch_up()
             self._follow()

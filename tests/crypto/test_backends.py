@@ -12,6 +12,7 @@ import convlog
 from convlog.domain.conversation import conversation_id
 from convlog.domain.events import UserForgotten
 from convlog.services import privacy
+from convlog.services.log import application
 from tests.conftest import BACKENDS
 from tests.crypto.helpers import canaries, record_with_canaries, use_key
 
@@ -34,7 +35,8 @@ def _open(url: str, tmp_path: Path) -> convlog.ConversationLog:
 
 
 def _stored_bytes(log: convlog.ConversationLog, keys: list[str]) -> bytes:
-    rows = [s.state for k in keys for s in log.store.recorder.select_events(conversation_id(k))]
+    recorder = application(log).store.recorder
+    rows = [s.state for k in keys for s in recorder.select_events(conversation_id(k))]
     return b"".join(rows)
 
 
@@ -57,7 +59,7 @@ def test_everything_reads_back_and_no_row_shows_content(
         for value in [*canaries("alice").values(), *canaries("").values()]:
             assert value.encode() not in raw
         assert b'"$sealed":"' in raw and b'"role":"assistant"' in raw  # public stays public
-        status = privacy.status(log.writer)
+        status = privacy.status(application(log).writer)
         assert status.encrypted and status.live_keys == 2 and status.users == 1
 
 
@@ -84,7 +86,7 @@ def test_forget_through_the_api(url: str, tmp_path: Path,
         assert rows["a"].forgotten and not rows["b"].forgotten
         with pytest.raises(convlog.ConversationForgotten):
             log.append("a", convlog.user("more"))
-        assert privacy.status(log.writer).destroyed_keys == 1
+        assert privacy.status(application(log).writer).destroyed_keys == 1
     finally:
         log.close()
 
@@ -97,7 +99,7 @@ def test_rotation_and_a_wrong_key(url: str, tmp_path: Path,
     with _open(url, tmp_path) as log:
         log.conversation("a", user="alice").append(convlog.user("hello"))
         new = convlog.generate_key()
-        assert privacy.rotate(log.writer, bytes.fromhex(new)) == 1
+        assert privacy.rotate(application(log).writer, bytes.fromhex(new)) == 1
         log.conversation("a2", user="alice").append(convlog.user("after rotation"))
         count = len(log.events("a"))
     with pytest.raises(convlog.WrongKey):  # the old key

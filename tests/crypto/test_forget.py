@@ -18,7 +18,8 @@ import pytest
 
 import convlog
 from convlog.domain.conversation import conversation_id
-from convlog.storage import application
+from convlog.services.log import application
+from convlog.storage import application as storage_application
 from tests.crypto.helpers import (
     canaries,
     files_under,
@@ -31,7 +32,7 @@ from tests.crypto.helpers import (
 
 @pytest.fixture(autouse=True)
 def small_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(application, "SNAPSHOT_INTERVAL", 5)
+    monkeypatch.setattr(storage_application, "SNAPSHOT_INTERVAL", 5)
 
 
 def _open(root: Path) -> convlog.ConversationLog:
@@ -46,7 +47,7 @@ def test_the_scanner_finds_plaintext_canaries(tmp_path: Path,
     no_key(monkeypatch)
     with _open(tmp_path) as log:
         record_with_canaries(log, "a", "alice")
-        log.refresh_views()
+        application(log).catalog.refresh()
     hits = found_in_files(tmp_path, [v.encode() for v in canaries("alice").values()])
     assert len({h.split(": ", 1)[1] for h in hits}) == len(canaries("alice"))
 
@@ -58,16 +59,17 @@ def test_forget_leaves_no_byte_of_the_user_in_any_file(tmp_path: Path,
         record_with_canaries(log, "a1", "alice")
         record_with_canaries(log, "a2", "alice")
         record_with_canaries(log, "b1", "bob")
-        log.refresh_views()
+        application(log).catalog.refresh()
         log.export_parquet(tmp_path / "before")
         before = {r.key: r for r in log.conversations()}
         costs_before = {r.group: r for r in log.costs(by="user")}
-        wrapped = [r.wrapped for r in log.store.keys.key_rows()
+        wrapped = [r.wrapped for r in application(log).store.keys.key_rows()
                    if r.kind == "data" and r.user == "alice"]
         assert wrapped and all(wrapped)
         # the snapshots exist, and hold no plaintext either
-        assert log.store.snapshots is not None
-        assert list(log.store.snapshots.get(conversation_id("a1")))
+        snapshots = application(log).store.snapshots
+        assert snapshots is not None
+        assert list(snapshots.get(conversation_id("a1")))
 
         result = log.forget(user="alice", requested_by="dpo@example.com")
         assert sorted(result.conversations) == ["a1", "a2"] and result.keys_destroyed == 1
@@ -121,7 +123,7 @@ def test_forget_after_keys_enable_erases_the_plaintext_written_before(
     with _open(tmp_path) as log:
         record_with_canaries(log, "a1", "alice")
         record_with_canaries(log, "b1", "bob")
-        log.refresh_views()
+        application(log).catalog.refresh()
     key = use_key(monkeypatch)
     with pytest.raises(convlog.NotEncrypted, match="keys enable"):
         _open(tmp_path)
@@ -133,7 +135,7 @@ def test_forget_after_keys_enable_erases_the_plaintext_written_before(
     with _open(tmp_path) as log:
         assert log.messages("b1")[0].content == canaries("bob")["text"]
         log.forget(user="alice")
-        log.refresh_views()
+        application(log).catalog.refresh()
         log.export_parquet(tmp_path / "export")
     alice = [v.encode() for v in canaries("alice").values()]
     bob = [v.encode() for v in canaries("bob").values()]

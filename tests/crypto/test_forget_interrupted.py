@@ -27,6 +27,7 @@ import pytest
 import convlog
 from convlog.domain.conversation import Forget
 from convlog.services import privacy
+from convlog.services.log import application
 from convlog.services.writer import Writer
 from tests.crypto.helpers import use_key
 
@@ -95,7 +96,7 @@ def test_an_interrupted_forget_is_never_half_true_and_a_rerun_finishes(
     with convlog.open(url, views=tmp_path / "v.duckdb", preload_tokenizer=False) as log:
         keys = seed(log, 6)
         with pytest.raises(Interrupted):
-            privacy.forget(StopsAfter(log.writer, marks), "alice")  # type: ignore[arg-type]
+            privacy.forget(StopsAfter(application(log).writer, marks), "alice")  # type: ignore[arg-type]
         assert_never_half_true(log, keys)
         assert not any(any(readable(log, k, i).values()) for i, k in enumerate(keys))
         done = log.forget(user="alice")  # the re-run finishes

@@ -11,6 +11,7 @@ import pytest
 
 import convlog
 from convlog.services import privacy
+from convlog.services.log import application
 from tests.crypto.helpers import use_key
 from tests.httpserver import served
 
@@ -30,8 +31,8 @@ def test_forgotten_and_rotated_elsewhere(tmp_path: Path, monkeypatch: pytest.Mon
         assert gone.headers["content-type"] == "application/problem+json"
         assert gone.json()["type"] == "urn:convlog:problem:conversation-forgotten"
         with convlog.open(url, preload_tokenizer=False) as other:  # another process
-            privacy.rotate(other._writer, bytes.fromhex(convlog.generate_key()))
-        log._store.keyring.refresh(force=True)
+            privacy.rotate(application(other).writer, bytes.fromhex(convlog.generate_key()))
+        application(log).store.keyring.refresh(force=True)
         rotated = http.post("/v1/conversations", json={"key": "k2", "user": "bob"})
         rotated = http.post("/v1/conversations/k2/turns", json=turn)
         assert rotated.status_code == 409, rotated.text
@@ -54,8 +55,8 @@ def test_the_client_raises_the_typed_errors(tmp_path: Path, monkeypatch: pytest.
             conv.append(convlog.user("again"))
         assert (gone.value.key, gone.value.user) == ("it's:k", "al'ice")
         with convlog.open(url, preload_tokenizer=False) as other:
-            privacy.rotate(other._writer, bytes.fromhex(convlog.generate_key()))
-        log._store.keyring.refresh(force=True)
+            privacy.rotate(application(other).writer, bytes.fromhex(convlog.generate_key()))
+        application(log).store.keyring.refresh(force=True)
         fresh = remote.conversation("k2", user="bob")
         with pytest.raises(convlog.WrongKey, match="rotated"):
             fresh.append(convlog.user("hi"))

@@ -13,6 +13,7 @@ import pytest
 
 import convlog
 from convlog.crypto.keys import generate_key, load_key, parse_key
+from convlog.services.log import application
 from tests.crypto.helpers import found_in_files, no_key, use_key
 
 
@@ -153,7 +154,7 @@ def test_rotation_rewraps_keys_and_the_old_key_opens_nothing(
     _write(tmp_path)
     with convlog.open(_url(tmp_path), preload_tokenizer=False) as log:
         log.conversation("b", user="bob").append(convlog.user("bob's"))
-        wrapped = [r.wrapped for r in log.store.keys.key_rows() if r.wrapped]
+        wrapped = [r.wrapped for r in application(log).store.keys.key_rows() if r.wrapped]
         states = [bytes(s) for (s,) in sqlite3.connect(tmp_path / "c.db").execute(
             "SELECT state FROM stored_events")]
     new = generate_key()
@@ -216,7 +217,7 @@ def test_a_forget_or_rotation_in_another_process_reaches_this_one(
 
         from convlog.services import privacy
 
-        privacy.rotate(admin.writer, bytes.fromhex(generate_key()))
+        privacy.rotate(application(admin).writer, bytes.fromhex(generate_key()))
         host.append("a2", convlog.user("existing keys keep working"))
         with pytest.raises(convlog.WrongKey, match="rotated by another process"):
             host.conversation("b", user="bob").append(convlog.user("needs a new key"))

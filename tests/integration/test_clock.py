@@ -7,6 +7,7 @@ sleeps. (`test_expire_archives_idle_conversations_only` and
 from __future__ import annotations
 
 import convlog
+from convlog.services.log import application
 from convlog.storage.requests import KEEP_SECONDS, Answer
 from tests.clock import ManualClock
 
@@ -32,9 +33,9 @@ def test_a_summary_ages_on_the_logs_clock(clocked_log: convlog.ConversationLog,
 def test_a_kept_answer_expires_on_the_logs_clock(clocked_log: convlog.ConversationLog,
                                                  clock: ManualClock) -> None:
     answer = Answer("fingerprint", 200, b"{}")
-    assert clocked_log.keep_request_answer("scope", answer, None) == answer
+    assert application(clocked_log).requests.keep("scope", answer, None) == answer
     clock.advance(KEEP_SECONDS - 1)
-    assert clocked_log.request_answer("scope") == answer
+    assert application(clocked_log).requests.answer("scope") == answer
     clock.advance(2)
-    if clocked_log.config.backend != "memory":  # nothing outlives a memory:// process
-        assert clocked_log.request_answer("scope") is None
+    if application(clocked_log).config.backend != "memory":  # nothing outlives a memory:// process
+        assert application(clocked_log).requests.answer("scope") is None

@@ -12,6 +12,7 @@ import pytest
 import convlog
 from convlog.domain.events import HistoryCompacted
 from convlog.services import compaction
+from convlog.services.log import application
 
 
 def turns(conv: convlog.ConversationHandle, n: int, start: int = 1) -> None:
@@ -118,7 +119,7 @@ def test_bad_input_and_nothing_to_compact(log: Any) -> None:
 def test_two_compactions_made_at_once_record_one(log: Any) -> None:
     conv = log.conversation("k")
     turns(conv, 3)
-    builder = log.builder()
+    builder = application(log).builder()
     late = compaction.plan(builder, "k", 0)
     assert conv.compact(lambda previous, messages: "first", keep_last=0) is not None
     with pytest.raises(convlog.CompactedMeanwhile):

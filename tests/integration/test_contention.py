@@ -28,6 +28,7 @@ import pytest
 
 import convlog
 from convlog.cli.main import main
+from convlog.services.log import application
 
 HOLDER = textwrap.dedent("""
     import sqlite3, sys
@@ -221,7 +222,7 @@ def test_a_lock_taken_between_the_commit_and_the_snapshot_does_not_fail_the_turn
         conv.append_turn([convlog.user(f"m{i}", id=f"m{i}") for i in range(497)])
         assert conv.state.version == 498
         with write_lock_held(path, on_demand=True) as holder:
-            recorder: Any = log.store.recorder
+            recorder: Any = application(log).store.recorder
             insert = recorder.insert_rows  # what a SQLite save writes with (issue 30)
 
             raced: list[bool] = []

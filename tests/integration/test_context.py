@@ -20,6 +20,7 @@ from convlog.domain.events import MessageAppended, SummaryRecorded
 from convlog.projections.context import TRUNCATED
 from convlog.services.context import ContextMessage
 from convlog.services.jsonlines import parse_lines
+from convlog.services.log import application
 
 
 def fill(conv: convlog.ConversationHandle, n: int, *, start: int = 1, size: int = 6) -> None:
@@ -209,7 +210,7 @@ def test_reading_the_tail_costs_the_budget_not_the_length(
     conv = log.conversation("c")
     for start in range(1, 3_001, 1_000):
         fill(conv, 1_000, start=start, size=2)
-    store = log.store
+    store = application(log).store
     real = store.recorded
     fetched: list[int] = []
 
@@ -412,7 +413,7 @@ def test_host_given_tokens_from_json_lines_are_kept_as_host(
              b'{"type": "message", "role": "assistant", "content": "hi", "id": "n",'
              b' "model": "gpt-4"}\n')
     commands, origins = parse_lines(lines, "test")
-    log.execute("c", commands, origins)
+    application(log).execute("c", commands, origins)
     stored = {m.message_id: (m.tokens, m.token_counter) for m in log.messages("c")}
     assert stored == {"h": (999, "host"), "n": (None, None)}
     _, rows = log.sql("SELECT message_id, content_tokens FROM messages ORDER BY version")

@@ -37,6 +37,7 @@ import pytest
 
 import convlog
 from convlog.domain.conversation import conversation_id
+from convlog.services.log import application
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs fork and SIGKILL")
 
@@ -66,6 +67,7 @@ def turn_ids(turn: int) -> list[str]:
 ZYGOTE = textwrap.dedent("""
     import os, sys, threading, time, traceback
     import convlog
+    from convlog.services.log import application
     from convlog.views import duckdb as views_module
 
     def turn_size(turn):
@@ -109,9 +111,9 @@ ZYGOTE = textwrap.dedent("""
         with convlog.open(url) as log:
             print("started", flush=True, file=out)
             if action == "rebuild":
-                log.rebuild_views(progress=False)
+                application(log).catalog.rebuild(progress=False)
             else:
-                log.refresh_views(progress=False)
+                application(log).catalog.refresh(progress=False)
             print("done", flush=True, file=out)
 
     # Warm the tokenizer here (public API only), then make sure no thread is left:
@@ -277,7 +279,7 @@ def raw_counts(path: Path, key: str) -> tuple[int, int]:
 
 def views_agree(log: convlog.ConversationLog, expected: dict[str, int], where: str) -> None:
     """The DuckDB views, caught up, hold exactly the log's messages."""
-    log.refresh_views()
+    application(log).catalog.refresh()
     total = sum(expected.values())
     _, rows = log.sql("SELECT count(*), count(DISTINCT (conversation_id, version)) "
                       "FROM messages")
@@ -400,7 +402,7 @@ def test_writer_and_view_catch_up_killed_together(zygote: Zygote, tmp_path: Path
     assert partial >= rounds // 2, "the catch-ups were not killed mid-way"
     with convlog.open(url) as log:
         views_agree(log, expected, "after the final catch-up")
-        log.rebuild_views()
+        application(log).catalog.rebuild()
         views_agree(log, expected, "after a rebuild")
 
 

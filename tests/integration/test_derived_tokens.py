@@ -29,6 +29,7 @@ import pytest
 import convlog
 from convlog.accounting.counted import COUNTS
 from convlog.domain.events import MessageAppended
+from convlog.services.log import application
 from tests.crypto.helpers import no_key, use_key
 from tests.fixtures.stores import workload
 
@@ -120,7 +121,7 @@ def _figures_of(figures: dict[str, object], log: convlog.ConversationLog
     """The figures to compare: on an encrypted store, a user's resumption context has
     no titles (the catalog keeps none: they are sealed), so its text's own token
     count differs from the plain store's; its messages and content tokens do not."""
-    if not log.store.keyring.enabled:
+    if not application(log).store.keyring.enabled:
         return figures
     return {k: v[1:] if k.startswith("resumption") else v  # type: ignore[index]
             for k, v in figures.items()}
@@ -161,7 +162,8 @@ def test_a_store_written_before_reads_as_it_did(name: str, tmp_path: Path,
                 assert observed["figures"] == _figures_of(workload.figures(today), log)
     assert len(events) > 100
     with convlog.open(f"sqlite:///{db}", create=False) as log:  # no count was kept
-        assert log.store.index.token_counts(1, 1 << 40) == {}  # (all were on the events)
+        # (all were on the events)
+        assert application(log).store.index.token_counts(1, 1 << 40) == {}
     assert _events(db) == before  # nothing rewritten
 
 
@@ -194,7 +196,7 @@ def test_views_keep_their_counts_in_the_store(tmp_path: Path,
         expected = workload.figures(log)
     with convlog.ConversationLog(url, create=False, master_key="public",
                                  views=str(tmp_path / "public.duckdb")) as public:
-        public.rebuild_views(progress=False)
+        application(public).catalog.rebuild(progress=False)
         _, rows = public.sql("SELECT key, row_number() OVER (PARTITION BY key ORDER BY "
                              "position) - 1, content_tokens FROM message_costs "
                              "ORDER BY key, position")
@@ -277,10 +279,11 @@ _LOAD_WATCHED = textwrap.dedent("""
     import json, sys
     import convlog
     from convlog.accounting import tokens
+    from convlog.services.log import application
 
     with convlog.open(sys.argv[1], views=sys.argv[2]) as log:
         log.conversation("k").append(convlog.user("hello world"))
-        views = log.analytics.views
+        views = application(log).analytics.views
         seen = []
         load = tokens._Encoders._load
 

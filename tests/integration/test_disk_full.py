@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 import convlog
+from convlog.services.log import application
 
 TURN = 4  # messages per turn, ~3 KB each
 
@@ -94,7 +95,7 @@ def page_limit_store(tmp_path: Path) -> Iterator[Store]:
     path = tmp_path / "limited.db"
     log = convlog.open(f"sqlite:///{path}", views=str(tmp_path / "views.duckdb"))
     log.conversation("k", user="u1")  # the first write opens the writer connection
-    writer: Any = getattr(log.store.recorder, "_writer", None)
+    writer: Any = getattr(application(log).store.recorder, "_writer", None)
     if not isinstance(writer, sqlite3.Connection):
         log.close()
         pytest.skip("convlog's SQLite writer connection is not reachable any more "
@@ -160,7 +161,7 @@ def test_a_full_store_loses_nothing_and_works_again_once_there_is_room(store: St
 
 def test_reopening_after_a_full_store_sees_every_committed_turn(store: Store) -> None:
     written, _ = fill(store)
-    store.log.store.close()  # the host goes away while the disk is full
+    application(store.log).store.close()  # the host goes away while the disk is full
     store.make_room()
     with convlog.open(f"sqlite:///{store.path}", create=False) as again:
         assert [m.message_id for m in again.messages("k")] == ids_of(written)

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 import convlog
+from convlog.services.log import application
 from tests.httpserver import served
 
 
@@ -26,7 +27,7 @@ def test_small_writes_do_not_wait_on_the_loop_for_a_write_in_progress(tmp_path: 
             httpx.Client(base_url=url, timeout=30) as http:
         assert http.post("/v1/conversations/k/turns", json=_turn("a")).status_code == 200
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            with log.write_lock:  # as a huge turn in a worker thread holds it
+            with application(log).write_lock:  # as a huge turn in a worker thread holds it
                 write = pool.submit(http.post, "/v1/conversations/k/turns", json=_turn("b"))
                 for _ in range(5):
                     assert http.get("/health", timeout=5).status_code == 200

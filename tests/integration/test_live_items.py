@@ -9,6 +9,7 @@ import pytest
 
 import convlog
 from convlog.domain.events import MessageAppended, MessageRetracted
+from convlog.services.log import application
 
 
 def texts(messages: list[MessageAppended]) -> list[str]:
@@ -142,13 +143,14 @@ def test_retracted_since_finds_what_was_popped_after_a_message(
     for _ in range(150):
         conv.retract_last()
     a, b = conv.live_messages()
-    assert texts(retracted_since(log.store, "since", b.message_id))[-1:] == ["c"]  # type: ignore[arg-type]
-    assert len(retracted_since(log.store, "since", b.message_id)) == 151
-    assert texts(retracted_since(log.store, "since", a.message_id))[-1:] == ["c"]  # type: ignore[arg-type]
+    assert texts(retracted_since(application(log).store, "since", b.message_id))[-1:] == ["c"]  # type: ignore[arg-type]
+    assert len(retracted_since(application(log).store, "since", b.message_id)) == 151
+    assert texts(retracted_since(application(log).store, "since", a.message_id))[-1:] == ["c"]  # type: ignore[arg-type]
     conv.retract_last()  # b: retracted after itself, so found walking back to it
-    assert [m.message_id for m in retracted_since(log.store, "since", b.message_id)][-1] == (
+    store = application(log).store
+    assert [m.message_id for m in retracted_since(store, "since", b.message_id)][-1] == (
         b.message_id)
-    assert "old" not in texts(retracted_since(log.store, "since", "nowhere"))  # type: ignore[arg-type]
+    assert "old" not in texts(retracted_since(application(log).store, "since", "nowhere"))  # type: ignore[arg-type]
 
 
 def test_retracted_since_is_empty_without_a_retraction_in_the_epoch(
@@ -158,9 +160,9 @@ def test_retracted_since_is_empty_without_a_retraction_in_the_epoch(
     conv = log.conversation("none-retracted")
     conv.append_turn([convlog.user("a"), convlog.user("b")])
     (a, _) = conv.live_messages()
-    assert retracted_since(log.store, "none-retracted", a.message_id) == []
+    assert retracted_since(application(log).store, "none-retracted", a.message_id) == []
     conv.retract_last()
     conv.clear()  # the retraction belongs to the previous epoch
     conv.append_turn([convlog.user("c")])
     (c,) = conv.live_messages()
-    assert retracted_since(log.store, "none-retracted", c.message_id) == []
+    assert retracted_since(application(log).store, "none-retracted", c.message_id) == []

@@ -16,6 +16,7 @@ import pytest
 import convlog
 from convlog.domain.conversation import conversation_id
 from convlog.domain.events import MemoryInjected, ResumeFailed, SummaryRecorded
+from convlog.services.log import application
 
 SECRET = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 REDACTED = "[REDACTED:github-token]"
@@ -29,9 +30,9 @@ class WriteProbe:
 
     def __init__(self, log: convlog.ConversationLog):
         self.held: list[bool] = []
-        store: Any = log.store
+        store: Any = application(log).store
         write = store._save
-        lock: Any = log.write_lock
+        lock: Any = application(log).write_lock
 
         def save(*args: Any, **kwargs: Any) -> Any:
             self.held.append(bool(lock._is_owned()))
@@ -65,7 +66,7 @@ def failing_tier(call: convlog.TierCall) -> Any:
 
 def stored_bytes(log: convlog.ConversationLog, keys: list[str]) -> bytes:
     return b"".join(row.state for key in keys
-                    for row in log.store.recorder.select_events(conversation_id(key)))
+                    for row in application(log).store.recorder.select_events(conversation_id(key)))
 
 
 def run_together(jobs: list[Callable[[], Any]]) -> None:
@@ -122,7 +123,7 @@ def test_concurrent_resume_summary_memory_and_appends_pass_the_same_steps(
     for key in ("k0", "k1", "k5"):
         [summary] = [r.event for r in log.events(key) if isinstance(r.event, SummaryRecorded)]
         assert REDACTED in summary.text
-        assert summary.tokens == log.builder().count(summary.text)
+        assert summary.tokens == application(log).builder().count(summary.text)
     [block] = [r.event for r in log.events("k2") if isinstance(r.event, MemoryInjected)]
     assert block.text.endswith(f"the deploy key is {REDACTED}")
     assert log.live_memory("k2")[0].text == block.text

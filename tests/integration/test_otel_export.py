@@ -16,6 +16,7 @@ from convlog.otel.exporter import Exporter, ExportFailed
 from convlog.otel.sdk import Sender, endpoint
 from convlog.otel.tracking import TrackingFile
 from convlog.services.jsonlines import parse_lines
+from convlog.services.log import application
 from tests.otlp_receiver import Receiver, Span, running
 
 KEY = "discord:thread:42"
@@ -37,7 +38,7 @@ def exporter(log: convlog.ConversationLog, tmp_path: Path, **kwargs: object) -> 
 
 def record(log: convlog.ConversationLog, key: str, *lines: dict[str, object]) -> None:
     data = "\n".join(json.dumps(line) for line in lines).encode()
-    log.execute(key, parse_lines(data)[0])
+    application(log).execute(key, parse_lines(data)[0])
 
 
 def a_turn(log: convlog.ConversationLog) -> None:

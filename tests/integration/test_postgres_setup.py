@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 import convlog
+from convlog.services.log import application
 from convlog.storage.errors import StorageError
 from tests.conftest import PG_HOST
 
@@ -95,7 +96,7 @@ def test_the_views_of_a_server_store_go_to_the_user_data_directory(
     with convlog.open(pg_url) as log:
         log.append("pg", convlog.user("1"))
         assert [r.key for r in log.conversations()] == ["pg"]
-        views = log.analytics.views.path
+        views = application(log).analytics.views.path
     assert list(work.iterdir()) == []
     assert views is not None and views.parent == data / "convlog" / "views"
     assert views.name.startswith("pg-") and views.suffix == ".duckdb" and views.exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import convlog
+from convlog.services.log import application
 from tests.integration.test_repair_marks import call, orphans
 
 COUNTS = ("SELECT agent, kind, cause, repairs, conversations FROM tool_repair_counts "
@@ -59,7 +60,7 @@ def test_the_counts_follow_the_log(log: convlog.ConversationLog) -> None:
 def test_a_rebuild_gives_the_same_rows(log: convlog.ConversationLog) -> None:
     orphans(log.conversation("a", agent="coder"))
     before = counts(log)
-    log.rebuild_views()
+    application(log).catalog.rebuild()
     assert counts(log) == before and before
 
 

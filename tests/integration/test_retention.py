@@ -14,6 +14,7 @@ import convlog
 from convlog.domain.conversation import Expire, conversation_id
 from convlog.domain.events import ConversationArchived, MessageAppended
 from convlog.domain.retention import STORE_STREAM
+from convlog.services.log import application
 from tests.clock import ManualClock
 from tests.crypto.helpers import (
     canaries,
@@ -180,15 +181,15 @@ def test_an_erasure_leaves_no_text_in_any_file(
     with _open(url, tmp_path, clock) as log:
         log.set_store_retention_policy(P(erase_after_days=30))
         record_with_canaries(log, "old", "alice")
-        log.refresh_views()
+        application(log).catalog.refresh()
         before = {r.key: r for r in log.conversations()}["old"]
         clock.advance(20 * DAY)
         record_with_canaries(log, "kept", "bob")  # same store, not due
-        log.refresh_views()
+        application(log).catalog.refresh()
         clock.advance(11 * DAY)
         # in an encrypted store, alice's ciphertexts must go too (not only the key)
         sealed = [state[state.rfind(b'"$sealed":"') + 11:-2]
-                  for _, _, state in log.store.keys.select_rows(conversation_id("old"))
+                  for _, _, state in application(log).store.keys.select_rows(conversation_id("old"))
                   if b'"$sealed":"' in state]
         assert bool(sealed) == encrypted
         done = log.enforce_retention()
@@ -228,7 +229,7 @@ def test_an_erasure_cut_short_is_finished_by_the_next_run(
         record_with_canaries(log, "old", "alice")
         clock.advance(2 * DAY)
         # what a run killed right after recording the erasure leaves: the record
-        log.writer.decide("old", lambda _s, _f: [Expire(store=P(erase_after_days=1))])
+        application(log).writer.decide("old", lambda _s, _f: [Expire(store=P(erase_after_days=1))])
         assert _topics(log, "old")[-1] == "conversation_erased"
         assert found_in_files(tmp_path, [canaries("alice")["text"].encode()])
         done = log.enforce_retention()
@@ -239,7 +240,7 @@ def test_an_erasure_cut_short_is_finished_by_the_next_run(
 def test_the_settings_stream_is_not_a_conversation(log: convlog.ConversationLog) -> None:
     log.set_store_retention_policy(P(archive_after_days=3))
     assert log.conversations(include_archived=True) == []
-    assert STORE_STREAM in log.store.keys.all_streams()
+    assert STORE_STREAM in application(log).store.keys.all_streams()
 
 
 def test_the_asyncio_twin(clocked_log: convlog.ConversationLog, clock: ManualClock) -> None:

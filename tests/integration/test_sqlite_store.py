@@ -13,6 +13,7 @@ import pytest
 import convlog
 import convlog.storage.sqlite_wal
 from convlog.domain.conversation import conversation_id
+from convlog.services.log import application
 from convlog.storage.application import SNAPSHOT_INTERVAL
 from tests.folds import fold
 
@@ -175,7 +176,7 @@ def test_synchronous_option_is_applied(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}?synchronous=full"
     with convlog.open(url) as log:
         log.append("k", convlog.user("x"))
-        with log.store.recorder.datastore.transaction(commit=False) as c:  # type: ignore[attr-defined]
+        with application(log).store.recorder.datastore.transaction(commit=False) as c:  # type: ignore[attr-defined]
             c.execute("PRAGMA synchronous")
             assert c.fetchone()[0] == 2  # FULL
 
@@ -189,7 +190,7 @@ def test_the_wal_is_checkpointed_off_the_writers_thread(
     with convlog.open(f"sqlite:///{path}") as log:
         log.append("k", convlog.user("first", id="m0"))
         empty = path.stat().st_size
-        recorder: Any = log.store.recorder
+        recorder: Any = application(log).store.recorder
         assert recorder._writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == (
             convlog.storage.sqlite_wal.WAL_HARD_LIMIT_PAGES)
         for n in range(20):
@@ -212,7 +213,7 @@ def test_a_stream_number_is_remembered_only_once_committed(sqlite_url: str) -> N
     from eventsourcing.persistence import IntegrityError, StoredEvent
 
     with convlog.open(sqlite_url) as log:
-        recorder = log.store.recorder
+        recorder = application(log).store.recorder
         doomed = conversation_id("doomed")
         first = StoredEvent(originator_id=doomed, originator_version=1,
                             topic="session_started", state=b"{}")

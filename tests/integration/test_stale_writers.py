@@ -13,12 +13,13 @@ from eventsourcing.persistence import IntegrityError
 
 import convlog
 from convlog.domain.conversation import conversation_id
+from convlog.services.log import application
 
 
 def test_a_conflicting_insert_is_a_conflict_at_once_every_time(pg_url: str) -> None:
     with convlog.open(pg_url) as log:
         log.conversation("s").append_turn([convlog.user("hi", id="m0")])
-        recorder: Any = log.store.recorder
+        recorder: Any = application(log).store.recorder
         cid: UUID = conversation_id("s")
         last = recorder.select_events(cid, desc=True, limit=1)
         pool = recorder.datastore.pool
@@ -54,7 +55,7 @@ def test_a_conversation_written_by_several_hosts_is_read_fresh_not_conflicted(
     conflicts = 0
     with convlog.open(pg_url) as a, convlog.open(pg_url) as b:
         for log in (a, b):
-            recorder: Any = log.store.recorder
+            recorder: Any = application(log).store.recorder
             insert = recorder.insert_events
 
             def counted(events: Any, _insert: Any = insert, **kwargs: Any) -> Any:

@@ -21,6 +21,7 @@ import pytest
 
 import convlog
 from convlog.cli.main import main
+from convlog.services.log import application
 from tests.conftest import PG_HOST
 
 
@@ -86,7 +87,7 @@ def _sessions(url: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, s
 
 def _views_file(url: str) -> Path:
     with convlog.open(url) as log:
-        path = log.analytics.views.path
+        path = application(log).analytics.views.path
     assert path is not None
     return path
 
@@ -94,9 +95,9 @@ def _views_file(url: str) -> Path:
 def test_a_store_has_an_identity_made_with_it_and_stored_in_it(
         store: str, tmp_path: Path) -> None:
     with convlog.open(store) as log:
-        first = log.store.index.store_identity()
+        first = application(log).store.index.store_identity()
     with convlog.open(store) as log:
-        assert log.store.index.store_identity() == first  # stored, not made per open
+        assert application(log).store.index.store_identity() == first  # stored, not made per open
     if store.startswith("sqlite"):
         with contextlib.closing(sqlite3.connect(tmp_path / "convlog.db")) as db:
             assert db.execute("SELECT value FROM convlog_store WHERE name = 'id'"
@@ -108,17 +109,17 @@ def test_a_store_has_an_identity_made_with_it_and_stored_in_it(
             assert row == (first,)
     _recreate(store, tmp_path)
     with convlog.open(store) as log:
-        assert log.store.index.store_identity() != first  # a new store, a new identity
+        assert application(log).store.index.store_identity() != first  # a new store, a new identity
 
 
 def test_the_views_record_the_identity_and_position_of_their_store(store: str) -> None:
     with convlog.open(store) as log:
         log.append("k", convlog.user("1"))
         log.conversations()
-        identity = log.store.index.store_identity()
-        position = log.store.index.max_notification_id()
-        path = log.analytics.views.path
-        log.analytics.views.close()
+        identity = application(log).store.index.store_identity()
+        position = application(log).store.index.max_notification_id()
+        path = application(log).analytics.views.path
+        application(log).analytics.views.close()
     with duckdb.connect(str(path), read_only=True) as views:
         meta = dict(views.execute("SELECT name, value FROM convlog_meta").fetchall())
         (tracked,) = views.execute("SELECT notification_id FROM convlog_tracking"

@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 import convlog
+from convlog.services.log import application
 
 
 def failing(reason: str) -> Any:
@@ -50,7 +51,7 @@ def scripted(log: convlog.ConversationLog) -> None:
         b'{"type": "resume_attempted", "strategy": "session/load"}',  # abandoned
     ])
     commands, origins = parse_lines(lines)
-    log.execute("c", commands, origins)
+    application(log).execute("c", commands, origins)
 
 
 def test_telemetry_by_strategy(log: convlog.ConversationLog) -> None:

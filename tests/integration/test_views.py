@@ -19,6 +19,7 @@ from eventsourcing.tests.persistence import TrackingRecorderTestCase
 
 import convlog
 from convlog.projections.catalog import CATALOG
+from convlog.services.log import application
 from convlog.views.duckdb import ViewStore
 from tests.clock import ManualClock
 
@@ -186,7 +187,7 @@ def test_views_are_a_cache_that_can_be_deleted(sqlite_url: str, tmp_path: Path) 
     (tmp_path / "convlog.duckdb").unlink()
     with convlog.open(sqlite_url) as log:
         assert [(r.key, r.message_count, r.cost_usd) for r in log.conversations()] == before
-        assert log.rebuild_views() == 3 * (1 + 8)
+        assert application(log).catalog.rebuild() == 3 * (1 + 8)
         assert [(r.key, r.message_count, r.cost_usd) for r in log.conversations()] == before
 
 
@@ -214,11 +215,11 @@ def test_a_catch_up_in_many_small_batches_equals_one_in_a_single_batch(
                                                model="gpt-4o", usage=usage,
                                                response_id="resp-1"))
     with convlog.open(sqlite_url) as log:
-        assert log.rebuild_views() == 5 * (1 + 12) + 3
+        assert application(log).catalog.rebuild() == 5 * (1 + 12) + 3
     whole = view_rows(tmp_path / "convlog.duckdb")
     monkeypatch.setattr(views_module, "BATCH", 4)
     with convlog.open(sqlite_url) as log:
-        assert log.rebuild_views() == 68
+        assert application(log).catalog.rebuild() == 68
     assert view_rows(tmp_path / "convlog.duckdb") == whole
     with convlog.open(sqlite_url) as log:
         (row,) = [r for r in log.costs(by="conversation") if r.group == "c1"]
@@ -243,7 +244,7 @@ def test_a_corrupt_event_stops_the_catch_up_at_its_batch_naming_it(
                                         "FROM stored_events WHERE rowid = 20").fetchone()
     monkeypatch.setattr(views_module, "BATCH", 5)  # the first batch is 1, then 5s
     with convlog.open(sqlite_url) as log, pytest.raises(CorruptEvent) as caught:
-        log.refresh_views()
+        application(log).catalog.refresh()
     assert f"position {version}" in str(caught.value) and stream in str(caught.value)
     with duckdb.connect(str(tmp_path / "convlog.duckdb")) as con:
         tracked = con.execute("SELECT notification_id FROM convlog_tracking").fetchone()
@@ -254,11 +255,12 @@ def test_a_corrupt_event_stops_the_catch_up_at_its_batch_naming_it(
 
 CATCH_UP = textwrap.dedent("""
     import sys, convlog
+    from convlog.services.log import application
     from convlog.views import duckdb as views
     views.BATCH = 7  # many small transactions, so a kill lands between or inside them
     with convlog.open(sys.argv[1]) as log:
         print("ready", flush=True)
-        log.refresh_views()
+        application(log).catalog.refresh()
 """)
 
 
@@ -279,7 +281,7 @@ def test_a_catch_up_killed_mid_batch_applies_every_event_exactly_once(
         proc.wait()
     assert kills >= 1, "the catch-up always finished before it could be killed"
     with convlog.open(sqlite_url) as log:
-        log.refresh_views()
+        application(log).catalog.refresh()
     assert counts(views) == (1200, 1200, 1200)
 
 

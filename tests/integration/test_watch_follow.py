@@ -13,6 +13,7 @@ import pytest
 import convlog
 from convlog.domain.errors import InvalidInput
 from convlog.services.importing import Position, find_follower
+from convlog.services.log import application
 from convlog.services.sidecar import sidecar_path
 from convlog.storage.urls import parse_url
 from convlog.watch.positions import Positions
@@ -213,11 +214,11 @@ def test_positions_belong_to_one_log(tmp_path: Path, pg_url: str,
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.delenv("CONVLOG_WATCH_STATE", raising=False)
     sqlite = convlog.open(f"sqlite:///{tmp_path / 'a.db'}", preload_tokenizer=False)
-    assert sidecar_path(sqlite.config, "watch") == tmp_path / "a.watch.sqlite"
+    assert sidecar_path(application(sqlite).config, "watch") == tmp_path / "a.watch.sqlite"
     sqlite.close()
     with convlog.open(pg_url, preload_tokenizer=False,
                       views=str(tmp_path / "v.duckdb")) as log:
-        state = sidecar_path(log.config, "watch")
+        state = sidecar_path(application(log).config, "watch")
         assert state.parent == tmp_path / "state" / "convlog"
         other = pg_url.replace("schema=", "schema=x")
         assert sidecar_path(parse_url(other), "watch") != state
@@ -228,7 +229,7 @@ def test_positions_belong_to_one_log(tmp_path: Path, pg_url: str,
         assert reader.read(path).messages == 0
         assert {m.message_id for m in log.messages("codex:pg")} == codex_ids(3)
     memory = convlog.open("memory://", preload_tokenizer=False)
-    assert str(sidecar_path(memory.config, "watch")) == ":memory:"
+    assert str(sidecar_path(application(memory).config, "watch")) == ":memory:"
     monkeypatch.setenv("CONVLOG_WATCH_STATE", str(tmp_path / "here.sqlite"))
-    assert sidecar_path(memory.config, "watch", "CONVLOG_WATCH_STATE") == (
+    assert sidecar_path(application(memory).config, "watch", "CONVLOG_WATCH_STATE") == (
         tmp_path / "here.sqlite")

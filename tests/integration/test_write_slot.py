@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import convlog
+from convlog.services.log import application
 
 OTHER_HOST = textwrap.dedent("""
     import sys, convlog
@@ -52,8 +53,8 @@ def test_a_stale_write_reloads_and_retries_outside_the_write_slot(
         subprocess.run([sys.executable, "-c", OTHER_HOST, url, str(tmp_path / "o.duckdb"),
                         "m1"], check=True, timeout=60)  # ...is now stale
         trace: list[Any] = []
-        log.writer.lock = TracedSlot(trace)  # type: ignore[assignment]
-        store: Any = log.writer.store
+        application(log).writer.lock = TracedSlot(trace)  # type: ignore[assignment]
+        store: Any = application(log).writer.store
         load = store._state  # the state reads of `execute` (load's body, unwrapped)
 
         def traced_load(conversation: Any, key: str, fresh: bool) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from convlog.services.log import application
 from tests.parity.surfaces import Library, NotHere, Refused, Surface
 
 
@@ -194,7 +195,7 @@ def summary_without_a_context(s: Surface, o: Library) -> None:
                        {"role": "assistant", "content": "yes, X", "agent": "helper",
                         "usage": {"input_tokens": 10, "output_tokens": 5}})
     now = o.log.info(key).version
-    o.log.execute(key, [RecordFact(event=SummaryRecorded(
+    application(o.log).execute(key, [RecordFact(event=SummaryRecorded(
         at=datetime.now(UTC), from_version=1, to_version=now, message_count=2,
         text="they agreed on X", tokens=4))])  # stamped when recorded
     got = s.summary(key)

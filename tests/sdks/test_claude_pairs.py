@@ -15,6 +15,7 @@ pytest.importorskip("claude_agent_sdk")
 from claude_agent_sdk import get_session_messages_from_store
 
 from convlog.integrations.claude_agent_sdk import ConvlogSessionStore
+from convlog.services.log import application
 from tests.sdks.test_claude_agent_sdk import KEY, TRANSCRIPT, entry
 
 CALL = TRANSCRIPT[2]  # a2: tool_use toolu_1, child of a1
@@ -125,7 +126,7 @@ def test_a_lost_result_of_an_imported_transcript_says_so(tmp_path: Path) -> None
     async def go() -> list[Any]:
         store = ConvlogSessionStore(f"sqlite:///{tmp_path / 'c.db'}")
         try:
-            store.log.execute(conversation_key(KEY), [StartConversation(
+            application(store.log).execute(conversation_key(KEY), [StartConversation(
                 channel=CHANNEL, workspace=KEY["project_key"],
                 metadata={"source": "claude-code"})])
             await store.append(KEY, TRANSCRIPT[:3])

@@ -19,6 +19,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 
 from convlog.integrations.google_adk import ConvlogSessionService, session_key
+from convlog.services.log import application
 
 
 def event(author: str, at: float, **delta: Any) -> Event:
@@ -107,7 +108,7 @@ def test_the_read_model_holds_one_row_per_session_and_is_rebuilt(tmp_path: Path)
         _, rows = log.sql(query)
         assert rows == [(session_key("shop", f"u{n}", f"s{n}"), "session",
                          f'{{"n":{n},"seen":{n}}}', 100.0 + n) for n in range(3)]
-        log.rebuild_views(progress=False)
+        application(log).catalog.rebuild(progress=False)
         assert log.sql(query)[1] == rows
 
 

@@ -29,21 +29,6 @@ from convlog.services.options import LogOptions
 
 Param = tuple[str, str, str, str]
 
-SYNC_ONLY = {  # operations of ConversationLog with no coroutine twin, and why
-    "builder": "a context builder is a tool, not an operation",
-    "keep_request_answer": "the HTTP service's Idempotency-Key, in a worker thread",
-    "enable_encryption": "maintenance (`convlog keys enable`), run once, offline",
-    "execute": "the commands API of entry points (CLI, HTTP, SDK stores), all blocking",
-    "export_parquet": "analytics export, blocking by nature",
-    "follow_views": "a blocking loop until its stop event is set",
-    "import_": "a bulk import with its own threads",
-    "import_conversations": "`convlog watch`'s driver, blocking",
-    "known_message_ids": "a lookup for the importers' driver",
-    "rebuild_views": "maintenance of the views",
-    "request_answer": "the HTTP service's Idempotency-Key, in a worker thread",
-    "record_injection": "the HTTP service's resume bookkeeping, in a worker thread",
-    "refresh_views": "maintenance of the views",
-}
 CONSTRUCTORS = {"with_options", "close", "conversation", "get"}  # twins' own types
 NOT_ON_THE_HANDLE = {  # operations of the log taking a key that a handle does not repeat
     "exists": "a handle exists by construction",
@@ -53,6 +38,8 @@ NOT_ON_THE_HANDLE = {  # operations of the log taking a key that a handle does n
     "state": "a property of the handle (`conv.state`)",
     "live_items": "the SDK session stores' read path (issue 30), asked of the log",
     "live_json": "the Google ADK service's read path (issue 30), asked of the log",
+    "known_message_ids": "an importer's lookup of many ids, asked of the log",
+    "record_injection": "for hosts running the tiers themselves; `resume()` records it",
 }
 HTTP_EXTRA_PARAMS = {  # parameters only a remote call has
     "append_turn": {"idempotency_key": "HTTP retries replay by Idempotency-Key"},
@@ -101,7 +88,7 @@ def widened(sync: list[Param]) -> list[Param]:
 
 def test_the_async_log_mirrors_the_log() -> None:
     sync, twin = operations(ConversationLog), operations(AsyncConversationLog)
-    assert sorted(set(sync) - set(twin) - {"close"}) == sorted(SYNC_ONLY)
+    assert sorted(set(sync) - set(twin)) == []  # every operation has its coroutine
     assert sorted(set(twin) - set(sync)) == ["open"]
     for name in sorted(set(sync) & set(twin) - CONSTRUCTORS):
         assert params(twin[name]) == widened(params(sync[name])), name
@@ -113,8 +100,7 @@ def test_the_async_log_mirrors_the_log() -> None:
 
 def test_a_handle_is_the_log_with_its_key() -> None:
     log, handle = operations(ConversationLog), operations(ConversationHandle)
-    keyed = {n for n, f in log.items() if n not in SYNC_ONLY and params(f)
-             and params(f)[0][0] == "key"}
+    keyed = {n for n, f in log.items() if params(f) and params(f)[0][0] == "key"}
     assert sorted(keyed - set(handle)) == sorted(NOT_ON_THE_HANDLE)
     assert set(handle) - keyed == set()  # `state` is a property: not an operation here
     for name in sorted(set(handle)):

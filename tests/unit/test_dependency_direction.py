@@ -10,6 +10,11 @@ import inside a function is caught too.
   HTML, watch, OpenTelemetry...): it reaches the log only through the facade
   (`import convlog`) or the application services, never around them into storage or
   the views. Each is registered in INTEGRATIONS, so a new room is a decision.
+- no entry point (an integration room, or cli/) reaches the log's plumbing: no
+  `.store`, `.writer`, `.write_lock`, `.analytics` or `._app` attribute is read there
+  (issue 46). An entry point is handed the application (convlog.services.application)
+  and uses its operations, or is handed a host's log and uses the host API and
+  `application(log)`.
 """
 
 from __future__ import annotations
@@ -96,6 +101,42 @@ def test_every_integration_room_is_registered() -> None:
     assert integration_rooms() == sorted(INTEGRATIONS), (
         "a new room of adapters/: add it to ROOMS, or to INTEGRATIONS if it goes "
         "through the facade and the services")
+
+
+ENTRY_POINTS = (*INTEGRATIONS, "adapters/cli")
+PLUMBING = frozenset({"store", "writer", "write_lock", "analytics", "_app"})
+"""Attributes of an open log's insides that entry points never read (issue 46)."""
+OWN_PRIVATE = frozenset({"_store", "_writer"})
+"""Read only on `self` (an entry point's own stream writer, say), never on a log."""
+
+
+def plumbing_reads(path: Path) -> list[str]:
+    """`x.store`, `x.writer`... read in `path` (a line each)."""
+    return [f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:"
+            f"{node.lineno} reads {ast.unparse(node)}"
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Attribute) and not _is_module(node.value, "csv") and (
+                node.attr in PLUMBING or (
+                node.attr in OWN_PRIVATE and not (isinstance(node.value, ast.Name)
+                                                  and node.value.id == "self")))]
+
+
+def _is_module(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name  # `csv.writer` is no log's
+
+
+def test_entry_points_never_reach_the_store_or_the_writer() -> None:
+    bad = [line for room in ENTRY_POINTS for path in sorted((ROOT / room).rglob("*.py"))
+           for line in plumbing_reads(path)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_plumbing_check_catches_a_store_read(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(log, app):\n    log.store.load()\n    app.writer.execute()\n"
+                   "    log._app\n    other._writer\n    self._writer.write(b'')\n")
+    assert sorted(line.split(" reads ")[1] for line in plumbing_reads(bad)) == [
+        "app.writer", "log._app", "log.store", "other._writer"]
 
 
 def test_only_cli_imports_cli() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 import convlog
 from convlog.domain.conversation import conversation_id
+from convlog.services.log import application
 from convlog.services.redacting import redact_message
 
 SECRETS = {
@@ -118,7 +119,7 @@ def test_the_hook_runs_before_storage() -> None:
             convlog.tool([convlog.ToolResultPart(tool_use_id="t", content=f"TOKEN={secret}")],
                          tool_call_id="t"),
         ])
-        stored = b"".join(s.state for s in log.store.recorder.select_events(
+        stored = b"".join(s.state for s in application(log).store.recorder.select_events(
             conversation_id("k")))
         assert secret.encode() not in stored
         assert b"[REDACTED:github-token]" in stored
@@ -136,7 +137,7 @@ def test_the_hook_reaches_the_native_payload_kept_beside_the_message() -> None:
         log.conversation("k").append(convlog.assistant(f"TOKEN={secret}", raw={"acp": [
             {"sessionUpdate": "tool_call_update", "toolCallId": "t", "rawOutput": {
                 "env": [f"GITHUB_TOKEN={secret}", 3, None, True]}}]}))
-        stored = b"".join(s.state for s in log.store.recorder.select_events(
+        stored = b"".join(s.state for s in application(log).store.recorder.select_events(
             conversation_id("k")))
         assert secret.encode() not in stored
         raw = log.messages("k")[0].raw
@@ -153,9 +154,9 @@ def test_the_hook_reaches_a_title_and_the_agents_payload_kept_with_it() -> None:
     with convlog.open("memory://", redact=convlog.redact_secrets,
                       preload_tokenizer=False) as log:
         log.conversation("k")
-        log.execute("k", [RecordFact(event=TitleChanged(
+        application(log).execute("k", [RecordFact(event=TitleChanged(
             at=datetime.now(UTC), title=f"about {secret}",
             update={"sessionUpdate": "session_info_update", "title": f"about {secret}"}))])
-        stored = b"".join(s.state for s in log.store.recorder.select_events(
+        stored = b"".join(s.state for s in application(log).store.recorder.select_events(
             conversation_id("k")))
         assert secret.encode() not in stored and b"[REDACTED:github-token]" in stored

@@ -64,3 +64,36 @@ def test_the_old_name_of_the_conversation_list_warns_and_answers_the_same() -> N
                 convlog.AsyncClient):
         assert inspect.signature(cls.sessions) == inspect.signature(cls.conversations)
     log.close()
+
+
+MOVED = {  # members that left the host API for the application (issue 46), one release
+    "store": "store", "writer": "writer", "write_lock": "write_lock", "config": "config",
+    "analytics": "analytics", "execute": "execute", "builder": "builder",
+    "request_answer": "requests.answer", "keep_request_answer": "requests.keep",
+    "import_conversations": "imports.record", "refresh_views": "catalog.refresh",
+    "rebuild_views": "catalog.rebuild", "follow_views": "catalog.follow",
+}
+
+
+@pytest.mark.parametrize(("old", "where"), sorted(MOVED.items()))
+def test_a_member_that_left_the_host_api_still_answers_and_says_where_it_is(
+        old: str, where: str) -> None:
+    from convlog.services.log import application
+
+    with convlog.open("memory://") as log:
+        with pytest.warns(DeprecationWarning, match=rf"ConversationLog\.{old} is deprecated: "
+                          rf"use convlog\.services\.log\.application\(log\)\.{where}"):
+            found = getattr(log, old)
+        expected: object = application(log)
+        for part in where.split("."):
+            expected = getattr(expected, part)
+        assert found == expected
+
+
+def test_the_moved_commands_api_still_writes() -> None:
+    from convlog.domain.conversation import StartConversation
+
+    with convlog.open("memory://") as log:
+        with pytest.warns(DeprecationWarning, match="ConversationLog.execute"):
+            log.execute("k", [StartConversation(user="u")])
+        assert log.state("k").user == "u"
