@@ -1,9 +1,14 @@
 """The README's Install, as written (issue 44, item 1): the wheel `make wheel` builds,
 installed with each extra into a fresh venv outside the repository, runs that extra's
 smallest command; `make wheel-check`'s smoke test (tests/smoke_wheel.py) runs on the
-plain install. Dependencies come from the package index, as a user's do, so this is
-slow (a venv and an install per extra): marked `slow`, one case per extra so the
-workers share them."""
+plain install. Dependencies come from the package index, as a user's do.
+
+The plain install is the README's command as written (`python -m venv`, then pip). Each
+extra gets a fresh venv of its own too (an extra must work alone: a dependency it
+forgot would not be hidden by another's), made and filled by uv from the same wheel and
+the same index: pip took 30-90 s an extra (twelve venvs were the suite's longest pole
+on 2 cores), uv links what its cache already holds. Marked `slow`, one case per extra
+so the workers share them."""
 
 from __future__ import annotations
 
@@ -26,15 +31,19 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`make wheel`, into a folder of this worker's (one build at a time: builds share
-    the tree's build/ folder)."""
+    """`make wheel`, once for the whole run: the first worker builds it into the run's
+    shared temporary folder, the others take it (builds share the tree's build/ folder,
+    so one at a time in any case)."""
     from filelock import FileLock
 
-    out = tmp_path_factory.mktemp("dist")
+    run = tmp_path_factory.getbasetemp()  # a worker's is popen-gwN in the run's folder
+    out = (run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run) / "dist"
     with FileLock(Path(sys.prefix) / "make-wheel.lock"):
-        done = subprocess.run(["make", "-s", "wheel", f"DIST={out}"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
+        if not list(out.glob("convlog-*.whl")):
+            out.mkdir(exist_ok=True)
+            done = subprocess.run(["make", "-s", "wheel", f"DIST={out}"], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stdout + done.stderr
     (found,) = out.glob("convlog-*.whl")
     return found
 
@@ -43,11 +52,17 @@ def venv_with(tmp_path: Path, wheel: Path, extra: str | None) -> Path:
     """A fresh venv (outside the repository) with the wheel and `extra` installed, as
     the README says: ``pip install 'convlog-X.whl[extra]'``; returns its bin/."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    spec = f"{wheel}[{extra}]" if extra else str(wheel)
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                           "--disable-pip-version-check", spec],
-                          capture_output=True, text=True, timeout=1200, cwd=tmp_path)
+    if extra is None:  # the README's own command
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+        install = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                   "--disable-pip-version-check", str(wheel)]
+    else:
+        uv = str(Path(sys.executable).parent / "uv")
+        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
+                       check=True, timeout=300, capture_output=True)
+        install = [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
+                   f"{wheel}[{extra}]"]
+    done = subprocess.run(install, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return venv / "bin"
 
