@@ -60,6 +60,12 @@ Workloads (sizes for --quick are smaller, see QUICK below):
    carries over from the parent across exec) of a new process that appends 10,000
    messages in turns of 10, including the interpreter and imports, which are also
    reported alone (peak after import and open).
+6. appends one by one from a fresh process's first append (issue 45): a NEW process
+   per system imports, opens a new file, then appends ``append_n`` messages one by
+   one, timed from just before its first append (import and open excluded, the first
+   append included); the first append is also reported alone. The systems' processes
+   alternate, ``cold_repeats`` times; medians, and the median of per-round ratios.
+   convlog's targets here: <= 1.5x raw sqlite3's time, the first append <= 20 ms.
 
 ``--profile WORKLOAD`` runs convlog's side of one workload under cProfile instead.
 """
@@ -139,6 +145,8 @@ QUICK = Config(mode="quick", repeats=1, append_n=1000, chunk=250,
 
 APPEND_VS_RAW_TARGET = 3.0  # convlog's time per appended message / raw sqlite3's
 SINGLE_APPEND_VS_RAW_TARGET = 2.5  # the same, appended one by one (issue 30)
+FRESH_VS_RAW_TARGET = 1.5  # appended one by one from a fresh process's first append (45)
+FIRST_APPEND_TARGET_MS = 20.0  # a fresh process's first append (issue 45)
 
 # ------------------------------------------------------------------------- helpers
 
@@ -855,6 +863,82 @@ def memory_main(name: str, path: str, n: int, turn_size: int, cap: float) -> Non
                       "target": n, "seconds": seconds, "dnf": store.count < n}))
 
 
+def fresh_main(name: str, path: str, n: int) -> None:
+    """Child: import and open (untimed), then `n` appends one by one, timed from just
+    before the first; one JSON line on stdout."""
+    ALL_STORES[name].load()
+    store = open_store(name, Path(path))
+    turns = [make_turn(p, 1) for p in range(1, n + 1)]  # built before the clock
+    start = time.perf_counter_ns()
+    store.append_turn(turns[0])
+    first = time.perf_counter_ns()
+    store.count = 1
+    for turn in turns[1:]:
+        store.append_turn(turn)
+        store.count += 1
+    end = time.perf_counter_ns()
+    store.close()
+    print(json.dumps({"first_ns": first - start, "total_ns": end - start, "n": n}))
+
+
+@dataclass
+class FreshResult:
+    """Per system, each round's fresh-process figures; per peer, convlog's time / its."""
+
+    n: int
+    rounds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    ratio_to_raw: list[float] = field(default_factory=list)
+
+    def median(self, name: str, key: str) -> float:
+        return float(statistics.median(r[key] for r in self.rounds[name]))
+
+
+def measure_fresh(cfg: Config, systems: Sequence[str]) -> FreshResult:
+    """Workload 6: each round, one new process per system, in alternating order."""
+    result = FreshResult(n=cfg.append_n)
+    names = [s for s in systems if s in ("convlog", "raw")]
+    for r in range(cfg.cold_repeats):
+        here: dict[str, dict[str, Any]] = {}
+        for name in names if r % 2 == 0 else names[::-1]:
+            with tempfile.TemporaryDirectory(prefix="convlog-peers-") as tmp:
+                here[name] = child(["--fresh", name, str(Path(tmp) / f"{name}.db"),
+                                    str(cfg.append_n)], timeout=cfg.cap_seconds + 600)
+            result.rounds.setdefault(name, []).append(here[name])
+        if "raw" in here:
+            result.ratio_to_raw.append(here["convlog"]["total_ns"] / here["raw"]["total_ns"])
+    print("  appends from a fresh process done", flush=True)
+    return result
+
+
+def fresh_rows(result: FreshResult, n: str) -> list[Row]:
+    """The two rows of workload 6: the rate, and the first append alone."""
+    rates = {k: result.n / (result.median(k, "total_ns") / 1e9) for k in result.rounds}
+    ratios = {"raw": 1 / statistics.median(result.ratio_to_raw)} if result.ratio_to_raw else {}
+    rate_row = Row(f"append {n} one by one, from a fresh process's first append (msg/s)",
+                   "append", {k: fmt_rate(v) for k, v in rates.items()}, ratios)
+    first = {k: result.median(k, "first_ns") for k in result.rounds}
+    first_row = Row("  of which: the first append", "cold",
+                    {k: fmt_ms(v) for k, v in first.items()}, {})
+    return [rate_row, first_row]
+
+
+def fresh_verdicts(result: FreshResult) -> tuple[list[str], list[str]]:
+    """(met, missed) of issue 45's two targets on workload 6."""
+    met: list[str] = []
+    missed: list[str] = []
+    if result.ratio_to_raw:
+        slower = statistics.median(result.ratio_to_raw)
+        label = (f"within {FRESH_VS_RAW_TARGET:g}x of raw sqlite3 on appends one by one from "
+                 f"a fresh process's first append ({slower:.2f}x)")
+        (met if slower <= FRESH_VS_RAW_TARGET else missed).append(label)
+    if "convlog" in result.rounds:
+        first_ms = result.median("convlog", "first_ns") / 1e6
+        label = (f"a fresh process's first append within {FIRST_APPEND_TARGET_MS:g} ms "
+                 f"({first_ms:.2f} ms)")
+        (met if first_ms <= FIRST_APPEND_TARGET_MS else missed).append(label)
+    return met, missed
+
+
 # ------------------------------------------------------------------------- report
 
 
@@ -1025,6 +1109,7 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
     turns = measure_appends(cfg, systems, cfg.turn_size, pace, measure_disk=True)
     cold: dict[str, list[dict[str, Any]]] = {}
     reads = {size: measure_reads(cfg, systems, size, pace, cold) for size in cfg.read_sizes}
+    fresh = measure_fresh(cfg, systems)
     memory = {name: peak_memory(name, cfg) for name in systems}
     variants = ({name: peak_memory(name, cfg) for name in VARIANTS}
                 if "convlog" in systems else {})
@@ -1032,7 +1117,8 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
 
     n = f"{cfg.append_n // 1000}k" if cfg.append_n % 1000 == 0 else f"{cfg.append_n:,}"
     rows = [append_row(f"append {n}, one by one (msg/s)", single, systems),
-            append_row(f"append {n}, turns of {cfg.turn_size} (msg/s)", turns, systems)]
+            append_row(f"append {n}, turns of {cfg.turn_size} (msg/s)", turns, systems),
+            *fresh_rows(fresh, n)]
     for workload, label in (("last", f"last {cfg.last_n} messages"),
                             ("context", f"{cfg.context_tokens:,}-token context")):
         for size, points in reads.items():
@@ -1083,6 +1169,8 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
           f"median {pace_summary['median_ms']:.2f}, p90 {pace_summary['p90_ms']:.2f}, worst "
           f"{pace_summary['max_ms']:.2f} ({pace_summary['probes']:.0f} probes)")
     met, missed = verdicts(rows, [single, turns])
+    fresh_met, fresh_missed = fresh_verdicts(fresh)
+    met, missed = met + fresh_met, missed + fresh_missed
     print(f"\ntargets met: {len(met)}; missed: {len(missed)}")
     for m in missed:
         print(f"  MISSED: {m}")
@@ -1094,6 +1182,7 @@ def run(cfg: Config, systems: Sequence[str]) -> None:
                     "last": STORES[n].last_how, "context": STORES[n].context_how}
                 for n in systems},
         "appends": {"single": asdict(single), "turns": asdict(turns)},
+        "fresh_process_appends": asdict(fresh),
         "reads": [asdict(p) for points in reads.values() for p in points],
         "cold_start": cold, "memory": memory, "memory_variants": variants,
         "host_pace": pace_summary,
@@ -1186,9 +1275,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="print a saved run's figures as Markdown instead")
     parser.add_argument("--cold", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--memory", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--fresh", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold:
         cold_main(args.cold[0], args.cold[1], int(args.cold[2]))
+        return
+    if args.fresh:
+        fresh_main(args.fresh[0], args.fresh[1], int(args.fresh[2]))
         return
     if args.memory:
         name, path, n, turn, cap = args.memory
