@@ -19,9 +19,6 @@ record and still forwarded by the proxy.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -32,6 +29,7 @@ import convlog
 from convlog.acp.native import KEY, Kept, prompt_updates
 from convlog.domain.content import AnyPart, Content
 from convlog.domain.events import PreambleSent
+from convlog.services.images import inline_image, url_image
 
 MAX_TOOL_TEXT = 20_000
 """Characters of a tool's output kept in the record (the agent's output can be huge)."""
@@ -44,16 +42,10 @@ def image_part(block: dict[str, Any]) -> convlog.ImagePart:
     uri = block.get("uri")
     mime = block.get("mimeType") if isinstance(block.get("mimeType"), str) else None
     if isinstance(uri, str) and uri:
-        return convlog.ImagePart(ref=uri, media_type=mime)
+        return url_image(uri, mime)
     data = block.get("data")
-    try:
-        raw = base64.b64decode(data, validate=True) if isinstance(data, str) else None
-    except (binascii.Error, ValueError):
-        raw = None
-    if raw is None:
-        return convlog.ImagePart(ref=f"inline:{mime or 'image'}", media_type=mime)
-    return convlog.ImagePart(ref=f"sha256:{hashlib.sha256(raw).hexdigest()}",
-                             media_type=mime, size=len(raw))
+    found = inline_image(data, mime) if isinstance(data, str) else None
+    return found or convlog.ImagePart(ref=f"inline:{mime or 'image'}", media_type=mime)
 
 
 def block_parts(block: Any) -> list[AnyPart]:

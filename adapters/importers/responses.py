@@ -18,6 +18,7 @@ import msgspec
 from convlog.domain.content import AnyPart, ImagePart, TextPart, ThinkingPart, ToolCall, Usage
 from convlog.domain.errors import InvalidInput
 from convlog.domain.messages import Message
+from convlog.services.images import url_image
 
 
 class ImageURL(msgspec.Struct):
@@ -155,10 +156,8 @@ def _part(p: Part, skipped: Counter[str]) -> AnyPart | None:
     if p.type in ("image_url", "input_image"):
         url = p.image_url.url if isinstance(p.image_url, ImageURL) else p.image_url
         if url or p.file_id:
-            ref = str(url or p.file_id)
-            if ref.startswith("data:"):  # an inline image: keep what it is, not its bytes
-                ref = f"{ref.split(',', 1)[0]},... ({len(ref):,} characters inline)"
-            return ImagePart(ref=ref)
+            # an inline image (a data: URL) by its bytes' SHA-256, never its bytes
+            return url_image(str(url)) if url else ImagePart(ref=str(p.file_id))
     skipped[f"part:{p.type or '(none)'}"] += 1
     return None
 

@@ -16,9 +16,6 @@ event is, for `get_session`.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import json
 from typing import Any
 
@@ -34,6 +31,7 @@ from convlog.domain.content import (
     Usage,
 )
 from convlog.domain.messages import Message
+from convlog.services.images import inline_image, url_image
 
 SESSION = "session"
 STATE = "state"
@@ -91,16 +89,9 @@ def _image(part: dict[str, Any]) -> ImagePart | None:
     if isinstance(media, str) and not media.startswith("image/"):
         return None
     if isinstance(blob.get("file_uri"), str):
-        return ImagePart(ref=blob["file_uri"], media_type=media)
-    data = blob.get("data")
-    if not isinstance(data, str):
-        return None
-    try:  # pydantic dumps bytes as URL-safe base64
-        raw = base64.urlsafe_b64decode(data.replace("+", "-").replace("/", "_"))
-    except (binascii.Error, ValueError):
-        return None
-    return ImagePart(ref=f"sha256:{hashlib.sha256(raw).hexdigest()}", media_type=media,
-                     size=len(raw))
+        return url_image(blob["file_uri"], media)
+    data = blob.get("data")  # pydantic dumps bytes as URL-safe base64
+    return inline_image(data, media) if isinstance(data, str) else None
 
 
 def _usage(usage: dict[str, Any] | None) -> Usage | None:

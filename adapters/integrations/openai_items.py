@@ -42,6 +42,7 @@ from convlog.projections.pairing import (
     scope,
     well_paired,
 )
+from convlog.services.images import url_image
 from convlog.services.items import item_tools, raws_tools, summary_id, texts_skipped
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
@@ -70,8 +71,9 @@ def _parts(content: object) -> str | list[AnyPart]:
         if kind in _TEXT_PARTS:
             parts.append(TextPart(text=str(part.get("text") or part.get("refusal") or "")))
         elif kind == "input_image":
-            ref = part.get("image_url") or part.get("file_id") or "inline image"
-            parts.append(ImagePart(ref=str(ref)[:200]))
+            url = part.get("image_url")
+            parts.append(url_image(url) if isinstance(url, str) and url else ImagePart(
+                ref=str(part.get("file_id") or "inline image")[:200]))
         elif kind == "input_file":
             parts.append(TextPart(text=f"[file: {part.get('filename') or part.get('file_id')}]"))
     return parts

@@ -28,6 +28,8 @@ Also here:
 - `feed`: the whole log as one ordered feed, for exporters; `sidecar`: a follower's own
   state file.
 - `shown_counts`: the token count a reader is shown for a message.
+- `images`: an image as every reader shows it (its URL, or its bytes' SHA-256 and
+  size), whatever surface carried it.
 
 May import: the domain, the projections, `storage/`, `views/`, `accounting/`.
 Never `cli/` or an integration room: entry points call in, services never call out.

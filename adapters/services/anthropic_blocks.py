@@ -13,9 +13,6 @@ types (redacted thinking, server tools...) are skipped and counted by type.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 from collections import Counter
 
 import msgspec
@@ -29,6 +26,7 @@ from convlog.domain.content import (
     ToolUsePart,
 )
 from convlog.domain.errors import InvalidInput
+from convlog.services.images import inline_image
 
 
 class Source(msgspec.Struct):
@@ -106,9 +104,7 @@ def image(source: Source) -> ImagePart:
         return ImagePart(ref=source.url, media_type=source.media_type)
     if source.file_id:  # the Files API: the id is the reference
         return ImagePart(ref=source.file_id, media_type=source.media_type)
-    try:
-        data = base64.b64decode(bytes(source.data).strip(b'"'), validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidInput("image data is not base64", field="source.data") from None
-    return ImagePart(ref=f"sha256:{hashlib.sha256(data).hexdigest()}",
-                     media_type=source.media_type, size=len(data))
+    found = inline_image(bytes(source.data), source.media_type)
+    if found is None:
+        raise InvalidInput("image data is not base64", field="source.data")
+    return found

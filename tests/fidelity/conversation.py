@@ -38,6 +38,8 @@ PNG = bytes(range(64))
 PNG_B64 = base64.b64encode(PNG).decode()
 PNG_URL = "https://example.com/window.png"
 """The image by URL (on surfaces that send a reference)."""
+PNG_DATA_URL = f"data:image/png;base64,{PNG_B64}"
+"""The image inline, as OpenAI's APIs take it."""
 
 DIALOGUE = ("user", "image", "call", "result", "lost", "assistant")
 META = ("usage", "title", "system")
@@ -76,6 +78,14 @@ def lost(name: str) -> Fact:
 def image_of_bytes(data: bytes | str) -> Fact:
     raw = base64.b64decode(data) if isinstance(data, str) else data
     return Fact("image", f"sha256:{hashlib.sha256(raw).hexdigest()}")
+
+
+def image_of_url(url: str) -> Fact:
+    """An image by URL; a ``data:`` URL is its bytes (`image-by-reference`)."""
+    head, _, data = url.partition(",")
+    if url.startswith("data:") and head.endswith(";base64"):
+        return image_of_bytes(data)
+    return Fact("image", url)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from tests.fidelity.conversation import (
     ARGS,
     ASK,
     PNG_B64,
+    PNG_DATA_URL,
     PNG_URL,
     RESULTS,
     SYSTEM,
@@ -30,6 +31,7 @@ from tests.fidelity.conversation import (
     USAGE,
     Fact,
     image_of_bytes,
+    image_of_url,
     sent,
 )
 from tests.fidelity.readers import messages
@@ -106,8 +108,8 @@ def _written(name: str, url: str, key: str, tmp: Path, **carried: bool) -> Any:
 
     with convlog.open(url) as log:
         native = messages(log, key)
-    image = image_of_bytes(PNG_B64) if name in ("import-claude-code", "watch") else Fact(
-        "image", PNG_URL)
+    image = {"import-claude-code": image_of_bytes(PNG_B64), "watch": image_of_bytes(PNG_B64),
+             "import-openai": image_of_url(PNG_DATA_URL)}.get(name, Fact("image", PNG_URL))
     return Written(name, url, key, sent(image, **carried), native, tmp)
 
 
@@ -135,7 +137,7 @@ def import_openai(tmp: Path) -> Any:
     for turn in range(3):
         chat.append({"role": "user", "content": ASK[turn] if turn else [
             {"type": "text", "text": ASK[0]},
-            {"type": "image_url", "image_url": {"url": PNG_URL}}]})
+            {"type": "image_url", "image_url": {"url": PNG_DATA_URL}}]})
         chat.append(calling(turn))
         if turn < 2:
             chat += [{"role": "tool", "tool_call_id": "call-1", "content": RESULTS[turn]},

@@ -30,7 +30,7 @@ from tests.fidelity.conversation import (
     ARGS,
     ASK,
     PNG,
-    PNG_URL,
+    PNG_DATA_URL,
     RESULTS,
     SYSTEM,
     TOOL,
@@ -39,6 +39,7 @@ from tests.fidelity.conversation import (
     Facts,
     call,
     image_of_bytes,
+    image_of_url,
     lost,
     sent,
 )
@@ -132,7 +133,7 @@ def openai_items_facts(items: list[Any]) -> Facts:
                 if p["type"] in ("input_text", "output_text"):
                     facts.text(role, p["text"])
                 elif p["type"] == "input_image":
-                    facts.add(Fact("image", p["image_url"]))
+                    facts.add(image_of_url(p["image_url"]))
     return facts
 
 
@@ -158,7 +159,8 @@ def openai_agents(tmp: Path) -> Any:
                           tools=[tool(turn)])
             content: list[dict[str, Any]] = [{"type": "input_text", "text": ASK[turn]}]
             if turn == 0:
-                content.append({"type": "input_image", "image_url": PNG_URL, "detail": "auto"})
+                content.append({"type": "input_image", "image_url": PNG_DATA_URL,
+                                "detail": "auto"})
             given: Any = [{"role": "user", "content": content}]
             asyncio.run(Runner.run(agent, given, session=session))
         finally:
@@ -175,7 +177,7 @@ def openai_agents(tmp: Path) -> Any:
         native = openai_items_facts(asyncio.run(session.get_items()))
     finally:
         session.close()
-    return Written("openai-agents", url, key, sent(Fact("image", PNG_URL)), native, tmp)
+    return Written("openai-agents", url, key, sent(image_of_url(PNG_DATA_URL)), native, tmp)
 
 
 # -------------------------------------------------------------------- Google ADK
