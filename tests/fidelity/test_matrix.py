@@ -22,7 +22,7 @@ from tests.fidelity.writers import WRITERS, Written
 
 XFAIL: dict[tuple[str, str], str] = {}
 SLOW = {"acp"}
-"""Rows whose writer runs many processes (the ACP row: four hosts, proxies and agents,
+"""Rows whose writer runs many processes (the ACP row: three hosts, proxies and agents,
 ~10-30 s on 2 cores); `-m "not slow"` leaves them out of a quick run."""
 """(writer, reader): the loss a cell shows today, named precisely."""
 

@@ -1,8 +1,9 @@
 """The ACP proxy's row: a host (the Python ACP SDK's client) -> `convlog acp` -> the
 test agent (tests/e2e/acp_agent.py, memory mode: it forgets on restart), real
-processes. Each turn is a new host, proxy and agent (killed after the turn, as when
-the machine goes down), the session reopened with `session/load`; the agent numbers
-its tool calls per process, so its `t0` comes back in every turn.
+processes. The first turn and the next two are each a host, proxy and agent of their
+own (killed after, as when the machine goes down), the session reopened with
+`session/load`; the agent numbers its tool calls per process, so its `t0` comes back
+after the restart.
 
 The conversation is the host's prompts and what the agent did, as the host saw it
 live: the first prompt is the system prompt (a block marked for the model), an image
@@ -82,8 +83,10 @@ def in_flight(updates: list[dict[str, Any]]) -> list[str]:
     return list(calls.values())
 
 
-async def _turn(db: str, workdir: Path, turn: int, session_id: str | None
-                ) -> tuple[str, list[dict[str, Any]]]:
+async def _turns(db: str, workdir: Path, turns: list[int], session_id: str | None
+                 ) -> tuple[str, list[list[dict[str, Any]]]]:
+    """`turns` in one host, proxy and agent, all killed after; what the host saw
+    during each turn."""
     import acp
 
     from tests.e2e.acp_harness import (
@@ -104,15 +107,18 @@ async def _turn(db: str, workdir: Path, turn: int, session_id: str | None
             session_id = str((await conn.new_session(cwd=str(workdir), mcp_servers=[])).session_id)
         else:
             await conn.load_session(cwd=str(workdir), session_id=session_id, mcp_servers=[])
-        answer = await conn.prompt(session_id=session_id, prompt=prompt_blocks(turn))
-        assert answer.stop_reason == "end_turn"
+        for turn in turns:
+            answer = await conn.prompt(session_id=session_id, prompt=prompt_blocks(turn))
+            assert answer.stop_reason == "end_turn"
         ours = [u for sid, u in client.updates if sid == session_id]
-        start = next(i for i, u in enumerate(ours) if u.get("sessionUpdate") ==
-                     "agent_thought_chunk" and repr(PROMPTS[turn]) in u["content"]["text"])
+        starts = [next(i for i, u in enumerate(ours) if u.get("sessionUpdate") ==
+                       "agent_thought_chunk" and repr(PROMPTS[turn]) in u["content"]["text"])
+                  for turn in turns]
         proc.kill()
         kill_agents(workdir)
         await proc.wait()
-        return session_id, ours[start:]
+        return session_id, [ours[a:b] for a, b in zip(starts, [*starts[1:], len(ours)],
+                                                       strict=True)]
 
 
 async def _replay(db: str, workdir: Path, session_id: str) -> list[dict[str, Any]]:
@@ -146,9 +152,10 @@ def acp_proxy(tmp: Path) -> Any:
     db = f"sqlite:///{tmp / 'acp.db'}"
     session_id: str | None = None
     live: list[list[dict[str, Any]]] = []
-    for turn in range(3):
-        session_id, seen = asyncio.run(asyncio.wait_for(_turn(db, tmp, turn, session_id), 180))
-        live.append(seen)
+    for turns in ([0], [1, 2]):  # a restart between the first two turns: t0 again
+        session_id, seen = asyncio.run(asyncio.wait_for(
+            _turns(db, tmp, turns, session_id), 180))
+        live += seen
     assert session_id is not None
     copy = tmp / "replay"
     copy.mkdir()
