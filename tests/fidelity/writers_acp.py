@@ -164,13 +164,13 @@ def acp_proxy(tmp: Path) -> Any:
     replayed = asyncio.run(asyncio.wait_for(
         _replay(f"sqlite:///{copy / 'acp.db'}", copy, session_id), 180))
     sent = Facts()
-    for turn, seen in enumerate(live):
+    for turn, updates in enumerate(live):
         if turn == 0:
             sent.add(Fact("system", SYSTEM))
             sent.add(image_of_bytes(IMAGE))
         sent.text("user", PROMPTS[turn])
-        update_facts(sent, coalesced(seen))
-        for name in in_flight(seen):  # a call the turn ended without: its result is lost
+        update_facts(sent, coalesced(updates))
+        for name in in_flight(updates):  # a call the turn ended without: its result is lost
             sent.add(lost(name))
     native = Facts()
     update_facts(native, replayed)
