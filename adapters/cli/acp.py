@@ -11,7 +11,7 @@ import shutil
 import convlog
 from convlog.cli.arguments import UsageError, positive_float, positive_int
 from convlog.domain.errors import ConvlogError
-from convlog.services.log import application
+from convlog.services.application import Application
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,7 +65,7 @@ def check(args: argparse.Namespace) -> None:
         raise ConvlogError(f"cannot start the agent {command[0]!r}: no such command")
 
 
-def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
+def cmd_acp(app: Application, args: argparse.Namespace) -> None:
     import asyncio  # here: the other commands never load asyncio
     import logging
 
@@ -75,7 +75,7 @@ def cmd_acp(log: convlog.ConversationLog, args: argparse.Namespace) -> None:
                         format="convlog acp: %(levelname)s: %(message)s")
     budget = convlog.Budget(tokens=args.tokens, messages=args.messages, chars=args.chars)
     status = asyncio.run(run_stdio(
-        application(log), args.agent, budget=budget,
+        app, args.agent, budget=budget,
         agent_name=args.agent_name, max_frame=int(args.max_frame_mb * 1024 * 1024),
         init_timeout=args.init_timeout, preamble=args.preamble))
     if status:

@@ -26,8 +26,9 @@ from convlog.domain.conversation import Conversation, check_key, decide_and_evol
 from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.projections.money import LEGEND, usd_text
+from convlog.services.application import Application
 from convlog.services.jsonlines import parse_lines
-from convlog.services.log import ConversationLog, application
+from convlog.services.log import ConversationLog, host_api
 from convlog.services.resume.resumption import span_budget
 from convlog.storage.urls import parse_url
 
@@ -55,9 +56,9 @@ def check_record(args: argparse.Namespace) -> None:
     args.batch = (commands, origins)
 
 
-def cmd_record(log: ConversationLog, args: argparse.Namespace) -> None:
+def cmd_record(app: Application, args: argparse.Namespace) -> None:
     commands, origins = args.batch
-    result = application(log).execute(args.key, commands, origins)
+    result = app.execute(args.key, commands, origins)
     if args.json:
         print_json({"key": args.key, **msgspec.structs.asdict(result)})
     else:
@@ -131,11 +132,11 @@ def cmd_sql(log: ConversationLog, args: argparse.Namespace) -> None:
         print_table(names or ["(no columns)"], rows, empty="no rows")
 
 
-def cmd_export(log: ConversationLog, args: argparse.Namespace) -> None:
+def cmd_export(app: Application, args: argparse.Namespace) -> None:
     if args.otel:
-        cmd_export_otel(log, args)
+        cmd_export_otel(app, args)
         return
-    files = log.export_parquet(args.parquet)
+    files = host_api(app).export_parquet(args.parquet)
     if args.json:
         print_json({"files": [str(f) for f in files]})
     else:
@@ -165,8 +166,8 @@ def cmd_expire_idle(log: ConversationLog, args: argparse.Namespace) -> None:
           if rows else f"no conversation idle for {args.idle_days:g}+ days")
 
 
-def cmd_views(log: ConversationLog, args: argparse.Namespace) -> None:
-    catalog = application(log).catalog
+def cmd_views(app: Application, args: argparse.Namespace) -> None:
+    catalog = app.catalog
     count = catalog.rebuild() if args.action == "rebuild" else catalog.refresh()
     if not args.follow:
         if args.json:
@@ -178,7 +179,7 @@ def cmd_views(log: ConversationLog, args: argparse.Namespace) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     if not args.json:
-        print(f"following {application(log).config.url}: {count:,} event(s) applied; "
+        print(f"following {app.config.url}: {count:,} event(s) applied; "
               "stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
 
     def report(applied: int) -> None:

@@ -19,7 +19,9 @@ from convlog.crypto.keys import (
     generate_key,
     load_key,
 )
-from convlog.services.log import ConversationLog, application
+from convlog.services.application import bootstrap
+from convlog.services.log import ConversationLog
+from convlog.services.options import LogOptions
 
 KEY_ACTIONS = ("generate", "status", "enable", "rotate")
 
@@ -41,8 +43,7 @@ def run_keys(db: str | None, args: argparse.Namespace) -> None:
     if args.action == "enable":
         _enable(db, args)
         return
-    with ConversationLog(db, create=False, preload_tokenizer=False) as log:
-        app = application(log)
+    with bootstrap(db, LogOptions(create=False)) as app:
         if args.action == "status":
             status = app.keys.status()
             if args.json:

@@ -23,7 +23,8 @@ from convlog.cli.failures import fail, fail_usage
 from convlog.cli.registry import BY_NAME, COMMANDS
 from convlog.cli.render import visible_output
 from convlog.domain.errors import ConvlogError
-from convlog.services.log import ConversationLog
+from convlog.services.application import bootstrap
+from convlog.services.log import host_api
 from convlog.services.options import ENV_CAP, ENV_DEPTH, LogOptions, memory_policy
 from convlog.storage.urls import DEFAULT_URL, ENV_VAR
 
@@ -92,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command.run_on_url is not None:
             with visible_output() if terminal else nullcontext():
                 command.run_on_url(args.db, args)
-        elif command.run is not None:
+        else:
             # Reading commands never create a database as a side effect.
             keyless = command.public_only and not (
                 os.environ.get("CONVLOG_KEY") or os.environ.get("CONVLOG_KEY_FILE"))
@@ -101,15 +102,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             # a process's retention options, checked before anything is opened
             kept = retention.options(args) if (command.creates_database or command.name
                                                == "expire") and not keyless else None
-            with ConversationLog.with_options(
-                    args.db, LogOptions(create=command.creates_database,
-                                        max_injected_blocks_in_history=cap,
-                                        context_window_depth=depth),
-                    master_key="public" if keyless else "env") as log, \
+            # the composition root: one application, handed to the command (or its
+            # host API, to the commands that do what a host does)
+            with bootstrap(args.db, LogOptions(create=command.creates_database,
+                                               max_injected_blocks_in_history=cap,
+                                               context_window_depth=depth),
+                           master_key="public" if keyless else "env") as app, \
                     visible_output() if terminal else nullcontext():
                 if kept is not None:  # recorded unless a policy was set on purpose
-                    log.set_store_retention_policy(kept, pinned=False)
-                command.run(log, args)
+                    host_api(app).set_store_retention_policy(kept, pinned=False)
+                if command.run_app is not None:
+                    command.run_app(app, args)
+                else:
+                    assert command.run is not None
+                    command.run(host_api(app), args)
     except UsageError as exc:
         fail_usage(exc, parser.commands[command.name].format_usage(), as_json=as_json)
     except ConvlogError as exc:

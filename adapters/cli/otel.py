@@ -17,7 +17,8 @@ from pathlib import Path
 from convlog.cli.render import print_json
 from convlog.domain.errors import MissingExtra
 from convlog.domain.numbers import whole_number
-from convlog.services.log import ConversationLog, application
+from convlog.services.application import Application
+from convlog.services.log import host_api
 from convlog.services.sidecar import sidecar_path
 
 GRACE = 60.0
@@ -68,7 +69,7 @@ def _position(text: str) -> int:
     return position
 
 
-def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:
+def cmd_export_otel(app: Application, args: argparse.Namespace) -> None:
     try:
         from convlog.otel.sdk import Sender, endpoint
     except ImportError as exc:
@@ -80,10 +81,10 @@ def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="convlog export: %(message)s")
     state = (Path(args.state) if args.state
-             else sidecar_path(application(log).config, "otel", "CONVLOG_OTEL_STATE"))
+             else sidecar_path(app.config, "otel", "CONVLOG_OTEL_STATE"))
     tracking, sender = TrackingFile(state), Sender()
     try:
-        exporter = Exporter(log, tracking, sender.send, endpoint(),
+        exporter = Exporter(host_api(app), tracking, sender.send, endpoint(),
                             with_content=args.with_content, grace=args.grace)
         if args.from_position is not None:
             exporter.start_from(args.from_position)
@@ -92,7 +93,7 @@ def cmd_export_otel(log: ConversationLog, args: argparse.Namespace) -> None:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: stop.set())
             if not args.json:
-                print(f"sending {application(log).config.display} to {endpoint()} from position "
+                print(f"sending {app.config.display} to {endpoint()} from position "
                       f"{exporter.position}; stop with Ctrl-C or SIGTERM", file=sys.stderr,
                       flush=True)
             report = exporter.follow(stop, interval=args.interval)

@@ -24,11 +24,13 @@ from convlog.cli import (
     views,
     watch,
 )
+from convlog.services.application import Application
 from convlog.services.log import ConversationLog
 
 Arguments = Callable[[argparse.ArgumentParser], None]
 Check = Callable[[argparse.Namespace], None]
 Run = Callable[[ConversationLog, argparse.Namespace], None]
+RunApp = Callable[[Application, argparse.Namespace], None]
 RunOnUrl = Callable[[str | None, argparse.Namespace], None]
 
 
@@ -38,7 +40,12 @@ class Command:
     help: str
     arguments: Arguments
     run: Run | None = None
-    """Runs with the log opened from --db."""
+    """Runs with the log opened from --db (the host API: what a host does)."""
+    run_app: RunApp | None = None
+    """Instead of `run`: runs with the application of the log opened from --db
+    (convlog.services.application), for what needs more than the host API: the
+    commands API (`record`), the views' upkeep, the servers and followers, which take
+    it as their dependency."""
     run_on_url: RunOnUrl | None = None
     """Instead of `run`: opens the store itself from the --db URL (`keys enable` must
     open it without a key)."""
@@ -54,19 +61,20 @@ class Command:
     whose stdout is a protocol or a log, never a result."""
 
     def __post_init__(self) -> None:
-        assert (self.run is None) != (self.run_on_url is None), self.name
+        runs = (self.run, self.run_app, self.run_on_url)
+        assert sum(r is not None for r in runs) == 1, self.name
 
 
 COMMANDS: tuple[Command, ...] = (
     Command("record", "record JSON Lines events (stdin or FILE) as ONE atomic batch",
-            arguments.record, commands.cmd_record, creates_database=True,
+            arguments.record, run_app=commands.cmd_record, creates_database=True,
             check=commands.check_record),
     Command("import", "import other tools' history (Claude Code, OpenAI messages, Codex)",
             importing.add_arguments, importing.cmd_import, creates_database=True,
             check=importing.check),
     Command("watch", "record a tool's transcripts as they are written, until stopped "
                      "(needs convlog[watch])",
-            watch.add_arguments, watch.cmd_watch, creates_database=True),
+            watch.add_arguments, run_app=watch.cmd_watch, creates_database=True),
     Command("sessions", "the session catalog: resumable conversations, newest first",
             arguments.sessions, commands.cmd_sessions),
     Command("costs", "tokens and USD, grouped", arguments.costs, commands.cmd_costs,
@@ -77,7 +85,7 @@ COMMANDS: tuple[Command, ...] = (
             arguments.sql, commands.cmd_sql, public_only=True),
     Command("export", "write every view to Parquet files, or send the log to an "
                       "OpenTelemetry receiver (--otel, needs convlog[otel])",
-            arguments.export, commands.cmd_export, check=arguments.check_export),
+            arguments.export, run_app=commands.cmd_export, check=arguments.check_export),
     Command("expire", "carry out the retention policy now: archive and erase what it "
                       "asks (--dry-run lists it); --idle-days N: archive what is idle",
             retention.expire_arguments, retention.cmd_expire),
@@ -85,9 +93,9 @@ COMMANDS: tuple[Command, ...] = (
                          "conversation",
             retention.arguments, retention.cmd_retention, check=retention.check),
     Command("info", "the store: where, encrypted or not, its retention policy",
-            retention.info_arguments, retention.cmd_info),
+            retention.info_arguments, run_app=retention.cmd_info),
     Command("views", "the DuckDB read models: catch up, rebuild, or follow the log",
-            arguments.views, commands.cmd_views),
+            arguments.views, run_app=commands.cmd_views),
     Command("show", "the messages of a conversation as the user saw them",
             arguments.key, commands.cmd_show),
     Command("summary", "a conversation at a glance: status (active, paused, archived), "
@@ -105,7 +113,7 @@ COMMANDS: tuple[Command, ...] = (
             arguments.context, commands.cmd_context),
     Command("acp", "a stdio ACP proxy in front of an agent: records every "
                    "conversation, and resumes sessions the agent forgot",
-            acp.add_arguments, acp.cmd_acp, creates_database=True, prints_data=False,
+            acp.add_arguments, run_app=acp.cmd_acp, creates_database=True, prints_data=False,
             check=acp.check),
     Command("html", "one self-contained HTML page: timeline, the user's and the "
                     "agent's views side by side",
@@ -123,7 +131,8 @@ COMMANDS: tuple[Command, ...] = (
                        "(--plan, then --summary): nothing is deleted",
             compact.add_arguments, compact.cmd_compact),
     Command("serve", "the log as an HTTP service (needs convlog[http])",
-            serve.add_arguments, serve.cmd_serve, creates_database=True, prints_data=False,
+            serve.add_arguments, run_app=serve.cmd_serve, creates_database=True,
+            prints_data=False,
             check=serve.check),
     Command("keys", "encryption at rest: generate a key, show status, encrypt a store "
                     "(enable), rotate the master key",

@@ -20,7 +20,8 @@ import argparse
 from convlog.cli.arguments import UsageError, positive_float, positive_int
 from convlog.cli.render import print_json
 from convlog.domain.retention import RetentionPolicy
-from convlog.services.log import ConversationLog, application
+from convlog.services.application import Application
+from convlog.services.log import ConversationLog, host_api
 from convlog.services.options import RETENTION_ENV, retention_options
 from convlog.services.retention import RetentionInForce, RetentionRun
 
@@ -163,8 +164,8 @@ def info_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("key", nargs="?", metavar="KEY", help="also this conversation's policy")
 
 
-def cmd_info(log: ConversationLog, args: argparse.Namespace) -> None:
-    app = application(log)
+def cmd_info(app: Application, args: argparse.Namespace) -> None:
+    log = host_api(app)
     keys = app.keys.status()
     store = log.store_retention_policy()
     own = log.retention_policy(args.key) if args.key is not None else None

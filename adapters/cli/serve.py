@@ -12,7 +12,7 @@ import argparse
 from convlog.cli.arguments import positive_float, positive_int
 from convlog.domain.errors import ConvlogError
 from convlog.domain.numbers import whole_number
-from convlog.services.log import ConversationLog, application
+from convlog.services.application import Application
 
 EXTRA_HINT = "convlog serve needs the http extra: pip install 'convlog[http]'"
 
@@ -79,10 +79,10 @@ def check(args: argparse.Namespace) -> None:
     args.socket = server.bind(args.host, args.port)
 
 
-def cmd_serve(log: ConversationLog, args: argparse.Namespace) -> None:
+def cmd_serve(app: Application, args: argparse.Namespace) -> None:
     from convlog.http import server
 
-    server.serve(application(log), args.options, sock=args.socket)
+    server.serve(app, args.options, sock=args.socket)
 
 
 def _origin(value: str) -> str:

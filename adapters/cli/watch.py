@@ -16,8 +16,9 @@ from pathlib import Path
 
 from convlog.cli.render import print_json
 from convlog.domain.errors import InvalidInput
+from convlog.services.application import Application
 from convlog.services.importing import find_follower
-from convlog.services.log import ConversationLog, application
+from convlog.services.log import host_api
 from convlog.services.sidecar import sidecar_path
 from convlog.watch.positions import Positions
 from convlog.watch.status import StatusLine
@@ -54,11 +55,11 @@ def _seconds(text: str) -> float:
     return value
 
 
-def cmd_watch(log: ConversationLog, args: argparse.Namespace) -> None:
+def cmd_watch(app: Application, args: argparse.Namespace) -> None:
     follower = find_follower(args.format)
     folder = Path(args.folder).expanduser() if args.folder else follower.home()
     state = (Path(args.state) if args.state
-             else sidecar_path(application(log).config, "watch", "CONVLOG_WATCH_STATE"))
+             else sidecar_path(app.config, "watch", "CONVLOG_WATCH_STATE"))
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="convlog watch: %(message)s")  # other libraries: quiet
     logging.getLogger("convlog.watch").setLevel(
@@ -66,7 +67,7 @@ def cmd_watch(log: ConversationLog, args: argparse.Namespace) -> None:
     positions = Positions(state)
     try:
         with StatusLine(enabled=None if not args.json else False) as show:
-            watcher = Watcher(log, follower, folder, positions, settle=args.settle,
+            watcher = Watcher(host_api(app), follower, folder, positions, settle=args.settle,
                               hold=args.hold, on_update=show)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: watcher.stop())

@@ -282,6 +282,12 @@ class Application:
         self.catalog.close()
         self.store.close()
 
+    def __enter__(self) -> Application:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # ----------------------------------------------------------------- writing
 
     def execute(self, key: str, commands: Sequence[Command],

@@ -22,7 +22,8 @@ def test_the_parser_has_exactly_the_registered_commands_in_their_order() -> None
 
 def test_each_command_runs_one_way() -> None:
     for command in COMMANDS:
-        assert (command.run is None) != (command.run_on_url is None), command.name
+        ways = (command.run, command.run_app, command.run_on_url)
+        assert sum(way is not None for way in ways) == 1, command.name
 
 
 def test_no_module_registers_a_command_by_itself() -> None:
