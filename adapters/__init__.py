@@ -96,6 +96,7 @@ from convlog.services.results import AppendResult, ConversationInfo
 from convlog.services.resume.resumption import ConversationPart, ResumptionContext
 from convlog.services.resume.run import Attempt, ResumeOutcome, Tier, TierCall, TierFailed
 from convlog.services.retention import RetentionAction, RetentionInForce, RetentionRun
+from convlog.services.rewind import Rewound
 from convlog.services.summary import ConversationSummary
 from convlog.storage.errors import (
     ConcurrencyError,
@@ -254,6 +255,7 @@ __all__ = [
     "RetentionInForce",
     "RetentionPolicy",
     "RetentionRun",
+    "Rewound",
     "StorageError",
     "StorageUnavailable",
     "SystemMessageRejected",

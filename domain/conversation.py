@@ -39,6 +39,7 @@ from convlog.domain.events import (
     Event,
     HistoryCompacted,
     HistoryInjected,
+    HistoryRewound,
     MemoryInjected,
     MemoryPolicySet,
     MessageAppended,
@@ -140,6 +141,8 @@ class Conversation(msgspec.Struct, kw_only=True):
     model-facing read of the epoch starts after it, with the compaction's summary."""
     compactions: int = 0
     """Compactions recorded (all epochs)."""
+    rewinds: int = 0
+    """Rewinds recorded (all epochs)."""
     native_session_id: str | None = None
     injected_native_session_ids: list[str] = []
     """Native sessions that already received injected history (at most once each)."""
@@ -258,6 +261,10 @@ def evolve(state: Conversation, event: Event) -> None:
         state.recent_memories = {}
     elif isinstance(event, SummaryRecorded):
         state.summary_version = state.version
+    elif isinstance(event, HistoryRewound):
+        state.rewinds += 1
+        if state.summary_version > event.to_version:  # it may cover what is abandoned
+            state.summary_version = 0
     elif isinstance(event, HistoryCompacted):
         state.summary_version = state.compacted_version = state.version
         state.compacted_to = event.to_version
@@ -414,6 +421,18 @@ class Compact(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+class Rewind(msgspec.Struct, frozen=True, kw_only=True):
+    """Record a rewind (HistoryRewound) to message `to_message_id`, which the service
+    found at `to_version` with `abandoned` live messages after it (the state holds no
+    history), looking at the state being written to (inside the write's retry loop,
+    as a retraction chooses its message)."""
+
+    to_message_id: str
+    to_version: int
+    abandoned: int
+    reason: str | None = None
+
+
 class RequireUser(msgspec.Struct, frozen=True, kw_only=True):
     """A guard, not a change: the batch is refused, as if the conversation did not
     exist (so a caller cannot probe keys), unless it belongs to `user`. Decided inside
@@ -490,7 +509,7 @@ if TYPE_CHECKING:
 Command = (
     StartConversation | AppendMessages | BindNativeSession | Archive | Reactivate | Clear
     | RecordFact | RequireUser | InjectMemory | Forget | Retract | SetMemoryPolicy
-    | SetRetentionPolicy | Expire | NoteCapReached | Compact
+    | SetRetentionPolicy | Expire | NoteCapReached | Compact | Rewind
 )
 
 
@@ -542,7 +561,7 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
     if isinstance(command, RecordFact) and isinstance(command.event, RESUME_FACTS):
         check_resumable(state)
     if not state.started:
-        if isinstance(command, Archive | Reactivate | Clear | Retract | Compact):
+        if isinstance(command, Archive | Reactivate | Clear | Retract | Compact | Rewind):
             raise UnknownConversation(state.key)
         events.append(_start(state.key, StartConversation(), now))
     if isinstance(command, AppendMessages):
@@ -573,6 +592,8 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
                                        reason=command.reason))
     elif isinstance(command, Compact):
         events.append(decide_compaction(state, command, now))
+    elif isinstance(command, Rewind):
+        events.extend(decide_rewind(state, command, now))
     elif isinstance(command, RecordFact):
         events.append(_checked_fact(msgspec.structs.replace(command.event, at=now), state))
     elif isinstance(command, InjectMemory):
@@ -606,6 +627,23 @@ def decide_compaction(state: Conversation, c: Compact, now: datetime) -> History
         through_message_id=c.through_message_id, message_count=c.message_count,
         text=c.text, tokens_before=c.tokens_before, tokens_after=c.tokens_after,
         kept=c.kept, summarizer=c.summarizer, reason=c.reason)
+
+
+def decide_rewind(state: Conversation, c: Rewind, now: datetime) -> list[HistoryRewound]:
+    """The rewind `c` as an event: [] when nothing comes after the message (already
+    there). Its message must lie in the current epoch and after the latest compaction
+    (a rewind never undoes a clear or a compaction: InvalidInput naming `to`)."""
+    _require_text(c.to_message_id, "to")
+    floor = max(state.epoch_start_version, state.compacted_version)
+    if not floor < c.to_version <= state.version:
+        raise InvalidInput(f"message {c.to_message_id!r} is not after the latest clear or "
+                           f"compaction (#{floor}): a rewind cannot go back past them",
+                           field="to")
+    check_token_count(c.abandoned, "abandoned")
+    if c.abandoned == 0:
+        return []
+    return [HistoryRewound(at=now, to_message_id=c.to_message_id, to_version=c.to_version,
+                           abandoned=c.abandoned, reason=c.reason)]
 
 
 def retention_due(state: Conversation, store: RetentionPolicy | None, now: datetime

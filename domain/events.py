@@ -207,6 +207,19 @@ class HistoryCompacted(Event, tag="history_compacted", frozen=True):
     reason: str | None = None
 
 
+class HistoryRewound(Event, tag="history_rewound", frozen=True):
+    """The host rewound the conversation to message `to_message_id` (at log position
+    `to_version`): for the model, every message recorded after it and before this
+    event is abandoned (`abandoned` of them), and later appends continue from it.
+    Nothing is deleted: the user's view shows the abandoned messages struck, replays
+    before this event show them as they were."""
+
+    to_message_id: str
+    to_version: int
+    abandoned: int
+    reason: str | None = None
+
+
 class MemoryInjected(Event, tag="memory_injected", frozen=True):
     """A block of retrieved memories the host placed before a turn. `text` is the
     exact block it sent (it starts with ``[Context from memory]``); `turn` is how many
@@ -392,6 +405,7 @@ AnyEvent = (
     | ConversationErased
     | RetentionCapReached
     | HistoryCompacted
+    | HistoryRewound
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)

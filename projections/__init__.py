@@ -15,6 +15,7 @@ Each module answers one question:
                   THE tool-call/result pairing rule, why a result is missing, and how
                   the repairs show and are counted
     compaction    where a compaction may end: never inside a tool call's exchange
+    rewind        what a rewind abandoned, for readers walking the log forwards
     memory        the live window of injected memory blocks and the re-injection cooldown
     views, catalog, usage, telemetry, adk_sessions
                   the analytical views declared as data (the catalog of conversations,

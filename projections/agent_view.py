@@ -51,6 +51,7 @@ from convlog.domain.events import (
     ConversationStarted,
     HistoryCompacted,
     HistoryInjected,
+    HistoryRewound,
     MemoryInjected,
     MessageAppended,
     MessageRetracted,
@@ -180,6 +181,8 @@ class AgentWalk:
             self._summary(r, e)
         elif isinstance(e, HistoryCompacted):
             self._compacted(r, e)
+        elif isinstance(e, HistoryRewound):
+            self._rewound(r, e)
         elif isinstance(e, MemoryInjected):
             self.enter_block(r, "memory", e.text, None,
                              f"memories {', '.join(e.memory_ids) or '-'}")
@@ -293,6 +296,18 @@ class AgentWalk:
                 + (f" ({e.reason})" if e.reason else ""))
         self._replaced(r, e.from_version, e.to_version, e.text, note,
                        f"compacted into the summary at #{r.version}")
+
+    def _rewound(self, r: Recorded, e: HistoryRewound) -> None:
+        """A rewind: what came after its message is no longer the agent's (omitted
+        here; the user's view shows it struck)."""
+        kept = [s for s in self.slots if s.version <= e.to_version]
+        for s in self.slots[len(kept):]:
+            if s.kind == "message" and s.segment in self.received:
+                self.received[s.segment] -= 1
+        self.slots = kept
+        reason = f" ({e.reason})" if e.reason else ""
+        self._marker(r, f"rewound to message {e.to_message_id}{reason}: the {e.abandoned} "
+                        "later messages are abandoned; the agent continues from it")
 
     def _replaced(self, r: Recorded, low: int, high: int, text: str, note: str,
                   why: str) -> None:

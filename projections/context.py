@@ -16,7 +16,8 @@ Rules, from what hosts write by hand in the field:
 - memory blocks (`memory_injected`) appear only while live (convlog.projections.memory),
   marked as blocks, and cost tokens like any text; they are not messages (they count
   in no message limit and are never summarized);
-- a line of dialogue that starts like a memory block is marked as not one.
+- a line of dialogue that starts like a memory block is marked as not one;
+- what a rewind abandoned (`history_rewound`) is never read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import msgspec
 from convlog.domain.errors import InvalidInput
 from convlog.domain.events import (
     ConversationCleared,
+    HistoryRewound,
     MemoryInjected,
     MessageAppended,
     MessageRetracted,
@@ -164,10 +166,20 @@ def select_window(
     skipped_current = 0
     retracted: set[str] = set()  # met before their messages: the tail runs backwards
     gone: list[MessageAppended] = []
+    rewound_to = 0  # a rewind met: what lies after its message is not read
     for recorded in tail:
         event = recorded.event
         if isinstance(event, ConversationCleared) or recorded.version <= floor:
             break
+        if rewound_to:
+            if recorded.version > rewound_to:
+                if isinstance(event, MessageAppended):
+                    skipped_current += 1
+                continue
+            rewound_to = 0
+        if isinstance(event, HistoryRewound):
+            rewound_to = event.to_version
+            continue
         if isinstance(event, MessageRetracted):
             retracted.add(event.message_id)
             continue

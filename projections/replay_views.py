@@ -17,6 +17,7 @@ from convlog.domain.events import Recorded
 from convlog.projections.agent_view import AgentWalk, agent_view
 from convlog.projections.memory import DEFAULT_CAP
 from convlog.projections.moment import Moment, cut
+from convlog.projections.rewind import abandoned
 from convlog.projections.transcript import transcript
 from convlog.projections.view_model import (
     VIEWS,
@@ -35,10 +36,13 @@ def user_view(key: str, recorded: Iterable[Recorded], at: Moment | None = None
               ) -> ConversationView:
     """Every message as the user saw it, in order (the transcript), and clears."""
     events = cut(recorded, at)
+    left = abandoned(events)  # a rewind's abandoned messages: shown, struck
     entries = [ViewEntry(version=line.version, at=line.at,
                          kind="marker" if line.role == "marker" else "message",
                          text=line.text, role=None if line.role == "marker" else line.role,
-                         message_id=line.message_id)
+                         message_id=line.message_id, live=line.version not in left,
+                         gone=f"abandoned by the rewind at #{left[line.version]}"
+                         if line.version in left else None)
                for line in transcript(events)]
     return ConversationView(key=key, view="user", version=events[-1].version if events else 0,
                             entries=entries)

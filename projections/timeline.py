@@ -21,6 +21,7 @@ from convlog.domain.events import (
     Event,
     HistoryCompacted,
     HistoryInjected,
+    HistoryRewound,
     MemoryInjected,
     MemoryPolicySet,
     MessageAppended,
@@ -97,6 +98,9 @@ def describe(event: Event, tokens: Callable[[MessageAppended], int | None] | Non
                       tokens_after=event.tokens_after, kept=event.kept,
                       summarizer=event.summarizer, reason=event.reason
                       ) + f" | {shorten(event.text)}"
+    if isinstance(event, HistoryRewound):
+        return _pairs(to=event.to_message_id, to_version=event.to_version,
+                      abandoned=event.abandoned, reason=event.reason)
     if isinstance(event, MemoryInjected):
         return _pairs(block=event.block_id, memories=",".join(event.memory_ids),
                       turn=event.turn, native_session_id=event.native_session_id) + (

@@ -20,7 +20,13 @@ from convlog.domain.content import (
     ToolResultPart,
     ToolUsePart,
 )
-from convlog.domain.events import ConversationCleared, MessageAppended, Recorded, UserForgotten
+from convlog.domain.events import (
+    ConversationCleared,
+    HistoryRewound,
+    MessageAppended,
+    Recorded,
+    UserForgotten,
+)
 from convlog.domain.records import is_record
 
 PREVIEW_CHARS = 80
@@ -81,6 +87,12 @@ def transcript(recorded: Iterable[Recorded]) -> list[TranscriptLine]:
             lines.append(TranscriptLine(
                 version=r.version, at=e.at, role="marker",
                 text=f"conversation cleared{note}: the agent's context starts again here"))
+        elif isinstance(e, HistoryRewound):
+            note = f" ({e.reason})" if e.reason else ""
+            lines.append(TranscriptLine(
+                version=r.version, at=e.at, role="marker",
+                text=f"rewound to message {e.to_message_id}{note}: the {e.abandoned} "
+                     "messages after it are abandoned for the agent"))
         elif isinstance(e, UserForgotten):
             lines.append(TranscriptLine(
                 version=r.version, at=e.at, role="marker",

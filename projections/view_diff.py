@@ -24,6 +24,7 @@ from convlog.domain.events import ConversationCleared, Recorded
 from convlog.projections.memory import DEFAULT_CAP
 from convlog.projections.moment import Moment, cut
 from convlog.projections.replay_views import ConversationView, ViewEntry, agent_view, user_view
+from convlog.projections.rewind import abandoned
 
 
 class MissingMessage(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,7 +59,7 @@ def diff(key: str, recorded: Iterable[Recorded], at: Moment | None = None, *,
          memory_cap: int = DEFAULT_CAP) -> ViewDiff:
     events = cut(recorded, at)
     return compare(user_view(key, events), agent_view(key, events, memory_cap=memory_cap),
-                   _last_clear(events))
+                   _last_clear(events), abandoned(events))
 
 
 def _last_clear(events: list[Recorded]) -> int:
@@ -66,8 +67,8 @@ def _last_clear(events: list[Recorded]) -> int:
     return cleared[-1] if cleared else 0
 
 
-def compare(user: ConversationView, agent: ConversationView, cleared_at: int = 0
-            ) -> ViewDiff:
+def compare(user: ConversationView, agent: ConversationView, cleared_at: int = 0,
+            rewound: dict[int, int] | None = None) -> ViewDiff:
     """Compare two views of the same conversation cut at the same point."""
     live = [e for e in agent.entries if e.live]
     direct = {e.version for e in live if e.kind == "message"}
@@ -84,10 +85,10 @@ def compare(user: ConversationView, agent: ConversationView, cleared_at: int = 0
         if any(low <= m.version <= high for _, (low, high) in ranges):
             covered += 1
             continue
+        reason = f"abandoned by the rewind at #{rewound[m.version]}" if rewound and \
+            m.version in rewound else _reason(m, received, injections, cleared_at, agent.since)
         missing.append(MissingMessage(version=m.version, role=m.role, text=m.text,
-                                      message_id=m.message_id,
-                                      reason=_reason(m, received, injections, cleared_at,
-                                                     agent.since)))
+                                      message_id=m.message_id, reason=reason))
     return ViewDiff(
         key=user.key, version=max(user.version, agent.version), session=agent.session,
         user_messages=len(messages), in_context=in_context, covered=covered, missing=missing,

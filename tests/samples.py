@@ -26,6 +26,7 @@ from convlog.domain.events import (
     Event,
     HistoryCompacted,
     HistoryInjected,
+    HistoryRewound,
     MemoryInjected,
     MemoryPolicySet,
     MessageAppended,
@@ -112,4 +113,6 @@ def samples() -> list[Event]:
                          message_count=36, text="The user chose JWT with rotating keys.",
                          tokens_before=5_210, tokens_after=9, kept=10,
                          summarizer="gpt-4o-mini", reason="context window 90% full"),
+        HistoryRewound(at=AT, to_message_id="m-40", to_version=52, abandoned=6,
+                       reason="the user edited message m-40"),
     ]

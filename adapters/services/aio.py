@@ -40,6 +40,7 @@ from convlog.services.resume.resumption import ResumptionContext
 from convlog.services.resume.run import ResumeOutcome, ResumeRun, Tier
 from convlog.services.resume.tiers import resume_async
 from convlog.services.retention import RetentionInForce, RetentionRun
+from convlog.services.rewind import Rewound
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 from convlog.views.analytics import CatalogRow, CostRow
 from convlog.views.telemetry import TelemetryRow
@@ -125,6 +126,10 @@ class AsyncConversationLog:
         """`ConversationLog.compact`; `summarizer` may be a coroutine function."""
         return await compact_async(application(self.sync).builder(model), check_key(key),
                                    summarizer, keep_last, reason, summarizer_name, through)
+
+    async def rewind(self, key: str, to: str, *, reason: str | None = None
+                     ) -> Rewound | None:
+        return await asyncio.to_thread(self.sync.rewind, key, to, reason=reason)
 
     async def compaction_plan(self, key: str, *, keep_last: int = 10) -> CompactionPlan:
         return await asyncio.to_thread(self.sync.compaction_plan, key, keep_last=keep_last)
@@ -333,6 +338,9 @@ class AsyncConversationHandle:
         return await self.log.compact(self.key, summarizer, keep_last=keep_last,
                                       reason=reason, summarizer_name=summarizer_name,
                                       model=model, through=through)
+
+    async def rewind(self, to: str, *, reason: str | None = None) -> Rewound | None:
+        return await self.log.rewind(self.key, to, reason=reason)
 
     async def compaction_plan(self, *, keep_last: int = 10) -> CompactionPlan:
         return await self.log.compaction_plan(self.key, keep_last=keep_last)

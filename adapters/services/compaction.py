@@ -32,6 +32,7 @@ from convlog.projections.compaction import compaction_point
 from convlog.projections.context import ContextMessage
 from convlog.projections.context_pieces import render_for_context
 from convlog.projections.pairing import message_tools
+from convlog.projections.rewind import abandoned
 from convlog.services.context import ContextBuilder, is_async_callable
 
 __all__ = ["Compaction", "CompactionPlan", "Plan", "finish", "plan"]
@@ -105,7 +106,8 @@ def plan(builder: ContextBuilder, key: str, keep_last: int) -> Plan:
     start = max(state.epoch_start_version, state.compacted_to)
     rows = store.recorded(cid, after=start, upto=state.version) if state.version > start else []
     gone = {r.event.message_id for r in rows if isinstance(r.event, MessageRetracted)}
-    live = [r for r in rows if isinstance(r.event, MessageAppended)
+    left = abandoned(rows)
+    live = [r for r in rows if isinstance(r.event, MessageAppended) and r.version not in left
             and r.event.message_id not in gone and not is_record(r.event)]
     point = compaction_point([message_tools(r.event) for r in live],  # type: ignore[arg-type]
                              keep_last)

@@ -49,6 +49,7 @@ from convlog.projections.context import select_window as select
 from convlog.projections.formats import Format, SessionHeader, check_format, render
 from convlog.projections.memory import DEFAULT_CAP
 from convlog.projections.pair_causes import imported
+from convlog.projections.rewind import abandoned
 
 Summarizer = Callable[[str | None, list[ContextMessage]], str]
 """(previous summary or None, messages to fold in, oldest first) -> new summary text."""
@@ -186,10 +187,13 @@ class ContextBuilder:
         end = window.messages[0].version - 1 if window.messages else state.version
         rows = self.store.recorded(conversation_id(state.key), after=start, upto=state.version)
         gone = exclude | {r.event.message_id for r in rows if isinstance(r.event, MessageRetracted)}
+        left = abandoned(rows)
         picked = []
         for r in rows:
             if r.version > end:
                 break
+            if r.version in left:
+                continue
             if isinstance(r.event, MessageAppended) and r.event.message_id not in gone \
                     and not is_record(r.event):
                 text, truncated = render_for_context(r.event, 4 * 2_000)

@@ -24,6 +24,7 @@ from convlog.services.context import Context, Summarizer
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume.run import ResumeOutcome, Tier
 from convlog.services.retention import RetentionInForce
+from convlog.services.rewind import Rewound
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 if TYPE_CHECKING:
@@ -71,6 +72,10 @@ class ConversationHandle:
         for the model (see `ConversationLog.compact`)."""
         return self.log.compact(self.key, summarizer, keep_last=keep_last, reason=reason,
                                 summarizer_name=summarizer_name, model=model, through=through)
+
+    def rewind(self, to: str, *, reason: str | None = None) -> Rewound | None:
+        """Back to message `to`, for the model (see `ConversationLog.rewind`)."""
+        return self.log.rewind(self.key, to, reason=reason)
 
     def compaction_plan(self, *, keep_last: int = 10) -> CompactionPlan:
         return self.log.compaction_plan(self.key, keep_last=keep_last)

@@ -20,10 +20,13 @@ from convlog.domain.errors import UnknownConversation
 from convlog.domain.events import (
     ConversationCleared,
     HistoryCompacted,
+    HistoryRewound,
     MessageAppended,
     MessageRetracted,
+    Recorded,
 )
 from convlog.projections.pairing import PartKinds, Tools, describe, message_tools
+from convlog.projections.rewind import abandoned
 from convlog.services.writer import Writer
 from convlog.storage.application import ConversationStore
 from convlog.storage.mapper import all_topics
@@ -47,9 +50,16 @@ _UNDO_TOPICS = [*all_topics(MessageRetracted), *all_topics(ConversationCleared)]
 def _newest_first(store: ConversationStore, state: Conversation, page: int
                   ) -> Iterator[MessageAppended]:
     """Live messages of the current epoch up to `state.version`, newest first."""
+    return (r.event for r in newest_live(store, state, page))  # type: ignore[misc]
+
+
+def newest_live(store: ConversationStore, state: Conversation, page: int
+                ) -> Iterator[Recorded]:
+    """`_newest_first` with each message's position (its `Recorded`)."""
     cid = conversation_id(state.key)
     upto = state.version
     retracted: set[str] = set()
+    rewound_to = 0
     while upto > state.epoch_start_version:
         rows = store.recorded(cid, upto=upto, desc=True,
                               limit=min(page, upto - state.epoch_start_version))
@@ -57,10 +67,16 @@ def _newest_first(store: ConversationStore, state: Conversation, page: int
             event = recorded.event
             if isinstance(event, ConversationCleared):
                 return
-            if isinstance(event, MessageRetracted):
+            if rewound_to:
+                if recorded.version > rewound_to:
+                    continue
+                rewound_to = 0
+            if isinstance(event, HistoryRewound):
+                rewound_to = event.to_version
+            elif isinstance(event, MessageRetracted):
                 retracted.add(event.message_id)
             elif isinstance(event, MessageAppended) and event.message_id not in retracted:
-                yield event
+                yield recorded
         if not rows:
             return
         upto = rows[-1].version - 1
@@ -74,8 +90,9 @@ def live_messages(store: ConversationStore, state: Conversation, last: int | Non
         rows = store.recorded(conversation_id(state.key), after=state.epoch_start_version,
                               upto=state.version)
         retracted = {r.event.message_id for r in rows if isinstance(r.event, MessageRetracted)}
+        left = abandoned(rows) if state.rewinds else {}
         return [r.event for r in rows if isinstance(r.event, MessageAppended)
-                and r.event.message_id not in retracted]
+                and r.event.message_id not in retracted and r.version not in left]
     found: list[MessageAppended] = []
     if last > 0:
         for message in _newest_first(store, state, page=min(PAGE, last + 8)):
@@ -131,6 +148,7 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
     upto: int | None = None
     pending: HistoryCompacted | None = None  # the newest compaction, its range not reached
     within = False  # walking the newest compaction's range
+    rewound: str | None = None  # a rewind met: skip to its message
     page = min(PAGE, last)  # the usual tail is all live messages: read just those
     while True:
         rows, oldest = store.item_page(cid, after=after, upto=upto, limit=page, shape=shape)
@@ -139,6 +157,14 @@ def live_items(store: ConversationStore, key: str, last: int | None = None,
         if not found and len(rows) >= last and set(map(type, rows[:last])) <= _LEAN:
             return rows[last - 1::-1]  # the usual tail: `last` SDK items, nothing undone
         for event in rows:
+            if rewound is not None:
+                if getattr(event, "message_id", None) != rewound or not (
+                        type(event) in _ITEMS or isinstance(event, MessageAppended)):
+                    continue
+                rewound = None
+            if isinstance(event, HistoryRewound):
+                rewound = event.to_message_id
+                continue
             if type(event) in _ITEMS or isinstance(event, MessageAppended):
                 if pending is not None and not within and \
                         event.message_id == pending.through_message_id:
@@ -208,8 +234,9 @@ def _live(events: list[Any], summarized: Summarized | None = None, keep: Kept | 
     """The live messages among `events` (oldest first): those after the newest clear,
     without the retracted ones; compacted as `live_items` says when `summarized`."""
     kinds = set(map(type, events))  # a loop in C
-    undo: tuple[type, ...] = (MessageRetracted, ConversationCleared, HistoryCompacted) \
-        if summarized is not None else (MessageRetracted, ConversationCleared)
+    undo: tuple[type, ...] = (MessageRetracted, ConversationCleared, HistoryCompacted,
+                              HistoryRewound) \
+        if summarized is not None else (MessageRetracted, ConversationCleared, HistoryRewound)
     if not any(issubclass(k, undo) for k in kinds):
         return _without(events, [k for k in kinds if k not in _ITEMS
                                  and not issubclass(k, MessageAppended)])
@@ -227,6 +254,11 @@ def _live(events: list[Any], summarized: Summarized | None = None, keep: Kept | 
         elif isinstance(event, HistoryCompacted) and summarized is not None:
             kept = _compacted(kept, event, summarized, keep)
             append = kept.append
+        elif isinstance(event, HistoryRewound):  # back to its message: drop what followed
+            at = next((i for i in range(len(kept) - 1, -1, -1)
+                       if kept[i].message_id == event.to_message_id), None)
+            if at is not None:
+                del kept[at + 1:]
     return [e for e in kept if e.message_id not in retracted] if retracted else kept
 
 

@@ -63,6 +63,7 @@ from convlog.services.resume.resumption import build as build_resumption
 from convlog.services.resume.run import ResumeOutcome, ResumeRun, Tier
 from convlog.services.resume.tiers import resume
 from convlog.services.retention import RetentionInForce, RetentionRun
+from convlog.services.rewind import Rewound, rewind
 from convlog.services.shown_counts import shown_tokens
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary, summarize
 from convlog.storage.mapper import RawEntry, RawItem, RawJson
@@ -242,6 +243,14 @@ class ConversationLog(CatalogQueries):
         when the range has moved since."""
         return compact(self._app.builder(model), check_key(key), summarizer, keep_last,
                        reason, summarizer_name, through)
+
+    def rewind(self, key: str, to: str, *, reason: str | None = None) -> Rewound | None:
+        """Rewind to message `to`: for the model, every message after it is abandoned
+        (`history_rewound`), and later appends continue from it. Nothing is deleted:
+        the user's view shows the abandoned messages struck, `replay --at` before the
+        rewind shows them as they were. None when nothing comes after `to`. A rewind
+        never goes back past a clear or a compaction (InvalidInput naming `to`)."""
+        return rewind(self._app.writer, check_key(key), to, reason)
 
     def compaction_plan(self, key: str, *, keep_last: int = 10) -> CompactionPlan:
         """What `compact(key, ..., keep_last=...)` would replace now: the messages to

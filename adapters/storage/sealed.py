@@ -70,6 +70,7 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "conversation_erased": frozenset(),  # why, never what
     "retention_cap_reached": frozenset(),
     "history_compacted": frozenset({"text", "reason"}),
+    "history_rewound": frozenset({"reason"}),
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }
 _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten

@@ -8,7 +8,8 @@ one pairing checker (convlog.projections.pairing.check_pairs). Each call's tool 
 named after the call (``tc7``) and each result says whose it is (``out-c7``), so the
 text can be read back without convlog's help.
 
-Issue 47: compactions (`conv.compact`, any `keep_last`) are among the operations.
+Issue 47: compactions (`conv.compact`, any `keep_last`) and rewinds (`conv.rewind`
+to a live message, a call's too) are among the operations.
 
 Issue 41: agents that number their calls per process reuse ids after a restart
 (``restart``: the ids start again at ``c0``) and in every turn. The stored ids are
@@ -19,6 +20,7 @@ tell each call from the others and check that every one has ITS result.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from collections.abc import Iterator
@@ -68,6 +70,7 @@ _op = st.one_of(
     st.tuples(st.just("memory")),
     st.tuples(st.just("restart")),
     st.tuples(st.just("compact"), st.integers(0, 4)),
+    st.tuples(st.just("rewind"), st.integers(0, 5)),
 )
 
 
@@ -141,6 +144,11 @@ class Writer:
         elif kind == "compact":  # issue 47: never splits a pair; reads stay paired
             i = self.id()
             self.conv.compact(lambda previous, messages: f"summary-{i}", keep_last=op[1])
+        elif kind == "rewind":  # issue 47: back to a live message, maybe a call's
+            live = self.conv.live_messages()
+            if live:
+                with contextlib.suppress(convlog.InvalidInput):  # compacted: refused
+                    self.conv.rewind(live[-1 - min(op[1], len(live) - 1)].message_id)
 
     def calls(self, style: str, fates: list[str]) -> None:
         made = [self.call_id() for _ in fates]
@@ -213,6 +221,7 @@ _item_op = st.one_of(
               st.sampled_from([None, "[turn cancelled]"])),
     st.tuples(st.just("restart")),
     st.tuples(st.just("compact"), st.integers(0, 4)),
+    st.tuples(st.just("rewind"), st.integers(0, 5)),
 )
 
 
@@ -222,6 +231,8 @@ _item_op = st.one_of(
 @example(ops=[("say", "user"), ("library", "anthropic", ["now", "never"]), ("say", "user"),
               ("library", "chat", ["late"]), ("compact", 1), ("say", "assistant"),
               ("compact", 0)], limits=[1, 3])  # issue 47: another host's turns compacted
+@example(ops=[("calls", ["now", "late"]), ("say", "user"), ("rewind", 2), ("say", "user"),
+              ("calls", ["twice"]), ("rewind", 1)], limits=[2])  # issue 47: rewinds
 @given(ops=st.lists(_item_op, min_size=1, max_size=12),
        limits=st.lists(st.integers(1, 12), min_size=1, max_size=3))
 def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
