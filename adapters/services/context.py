@@ -218,7 +218,7 @@ class ContextBuilder:
                summarized: int) -> Context:
         """Format, then make sure the whole formatted text fits the token budget."""
         header = SessionHeader(user=state.user, project=state.workspace,
-                               status=status_of(state, datetime.now(UTC), PAUSED_AFTER),
+                               status=status_of(state, self.store.clock.now(), PAUSED_AFTER),
                                started=state.created_at, last_active=state.last_active_at)
         while True:
             rendered = render(fmt, state.key, window, header)

@@ -39,3 +39,13 @@ def test_a_kept_answer_expires_on_the_logs_clock(clocked_log: convlog.Conversati
     clock.advance(2)
     if application(clocked_log).config.backend != "memory":  # nothing outlives a memory:// process
         assert application(clocked_log).requests.answer("scope") is None
+
+
+def test_a_contexts_header_ages_on_the_logs_clock(clocked_log: convlog.ConversationLog,
+                                                  clock: ManualClock) -> None:
+    """The markdown context's header says whether the conversation is paused: on the
+    log's clock, as `summary()` does (the header read the machine's clock)."""
+    clocked_log.append("k", convlog.user("hi"))
+    assert "- Status: active" in clocked_log.context("k", format="markdown").text
+    clock.advance(31 * 60)  # PAUSED_AFTER is 30 minutes
+    assert "- Status: paused" in clocked_log.context("k", format="markdown").text

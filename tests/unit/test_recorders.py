@@ -56,3 +56,21 @@ def test_what_convlog_uses_of_eventsourcing_that_is_not_public() -> None:
     raw = sqlite3.connect(":memory:")
     assert SQLiteConnection(sqlite_conn=raw, max_age=None)._sqlite_conn is raw
     raw.close()
+
+
+def test_what_the_memory_recorder_uses_of_eventsourcing_that_is_not_public() -> None:
+    """convlog.storage.memory overrides `POPOApplicationRecorder._insert_events` (the
+    one place a batch is inserted, under the recorder's lock) to check and index the
+    batch's message ids in the same step, and takes `_database_lock` for its own
+    tables: eventsourcing 9.5 has no public hook for either. Pinned, like the SQLite
+    ones above: an upgrade fails here first."""
+    import inspect
+    from importlib.metadata import version
+
+    from eventsourcing.popo import POPOApplicationRecorder
+
+    assert version("eventsourcing").startswith("9.5.")
+    assert list(inspect.signature(POPOApplicationRecorder._insert_events).parameters) == [
+        "self", "stored_events", "kwargs"]
+    assert "self._insert_events(" in inspect.getsource(POPOApplicationRecorder.insert_events)
+    assert hasattr(POPOApplicationRecorder(), "_database_lock")
