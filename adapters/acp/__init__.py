@@ -27,7 +27,9 @@ Also here:
 May import: the public facade (`import convlog`), the application services
 (`convlog.services`), domain and projection types, and the `acp` SDK. It is an
 integration room: never storage or the views, and no events written around the
-services.
+services. The proxy receives the application (`Proxy(app)`, services.application)
+and builds its host API over it; `AgentSessions`, handed a host's log, reaches it with
+`convlog.services.log.application(log)`. Never `.store` / `.writer`.
 """
 
 from __future__ import annotations

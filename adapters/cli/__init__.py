@@ -15,4 +15,7 @@ Also here:
 - `demo_acp`: `make demo-acp`, the restart story over ACP.
 
 May import: anything of ours. Nothing imports `cli/`, and only `cli/` imports the demo.
+`main` builds the application (services.application.bootstrap) and hands each command
+its host API or, for a command registered with `run_app`, the application itself;
+like every entry point, cli/ never reads `.store` / `.writer` (the dependency test).
 """

@@ -31,4 +31,7 @@ Also here:
 
 May import: the facade (`import convlog`), the application services
 (`convlog.services.*`), the domain and the projections; never storage/ or views/.
+The app receives the open log's application (`create_app(app)`, `serve(app)`:
+services.application): its host API for the endpoints, its operations for writes on
+the event loop and kept request answers; never its `.store` / `.writer`.
 """

@@ -26,4 +26,8 @@ Also here:
 May import: the public facade (`import convlog`), the application services
 (`convlog.services`), domain and projection types, and the SDKs. It is an
 integration room: never storage or the views, no events written around the services.
+A store is handed a host's log: what it needs beyond the host API (a batch of
+commands, a read of retracted messages) it asks of the log's application,
+`convlog.services.log.application(log)`, never of `log.store` / `log.writer` (the
+dependency test reads every attribute).
 """
