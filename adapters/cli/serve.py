@@ -24,6 +24,16 @@ def port_number(text: str) -> int:
     return port
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; any other needs a token)")
@@ -54,6 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="a web origin (https://ui.example) whose pages may call the API "
                         "(CORS); repeatable. Requests from any other Origin are refused")
+    p.add_argument("--retention-interval", type=non_negative_float, default=3600.0,
+                   metavar="SECONDS",
+                   help="carry out the retention policy at start and every SECONDS "
+                        "(default 3600; 0: never), as `convlog expire` does")
     p.add_argument("--body-timeout", type=positive_float, default=10.0, metavar="SECONDS",
                    help="a request body must arrive within this time (default 10)")
     p.add_argument("--write-timeout", type=positive_float, default=10.0, metavar="SECONDS",
@@ -74,7 +88,8 @@ def check(args: argparse.Namespace) -> None:
         max_connections=args.max_connections, header_timeout=args.header_timeout,
         write_timeout=args.write_timeout,
         max_streams_per_token=args.max_streams_per_token, max_streams=args.max_streams,
-        allow_origins=tuple(_origin(o) for o in args.allow_origin))
+        allow_origins=tuple(_origin(o) for o in args.allow_origin),
+        retention_interval=args.retention_interval or None)
     server.make_auth(args.options)
     args.socket = server.bind(args.host, args.port)
 

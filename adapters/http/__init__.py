@@ -27,6 +27,8 @@ Also here:
   lacks).
 - `guard`: what a web page must not make the server do (outermost ASGI middleware).
 - `memory`: the memory endpoints and the context across a user's conversations.
+- `retention`: the retention policy of the store and of a conversation, and a run;
+  `schedule`: `convlog serve` running it every `--retention-interval`.
 - `__main__`: `python -m convlog.http` prints the OpenAPI document.
 
 May import: the facade (`import convlog`), the application services

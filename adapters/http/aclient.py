@@ -20,11 +20,13 @@ from typing import Any, TypeVar
 import convlog
 from convlog.domain.events import MessageAppended
 from convlog.domain.renamed import old_method
+from convlog.domain.retention import RetentionPolicy
 from convlog.http import wire
 from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
 from convlog.services.context import AsyncSummarizer, Summarizer
+from convlog.services.retention import RetentionInForce, RetentionRun
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 try:
@@ -94,6 +96,20 @@ class AsyncClient:
     async def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
                         ) -> list[convlog.TelemetryRow]:
         return await self.send(wire.telemetry(by, since))
+
+    async def store_retention_policy(self) -> RetentionInForce:
+        """The store's retention policy (admin token)."""
+        return await self.send(wire.store_retention())
+
+    async def set_store_retention_policy(self, policy: RetentionPolicy) -> bool:
+        """Set the store's retention policy on purpose (admin token); whether the
+        policy in force is now `policy`."""
+        found = await self.send(wire.set_store_retention(policy))
+        return found.policy == policy
+
+    async def enforce_retention(self, *, dry_run: bool = False) -> RetentionRun:
+        """Carry out the retention policy now (admin token); `dry_run` lists it."""
+        return await self.send(wire.run_retention(dry_run))
 
     async def sql(self, query: str, params: Sequence[object] = ()
                   ) -> tuple[list[str], list[Any]]:
@@ -197,6 +213,16 @@ class AsyncRemoteConversation:
         state = await self.client.send(wire.memory_policy(
             self.path, max_injected_blocks_in_history, context_window_depth))
         return state.max_injected_blocks_in_history, state.context_window_depth
+
+    async def retention_policy(self) -> RetentionInForce:
+        """The retention policy in force for this conversation, and whose it is."""
+        return await self.client.send(wire.retention(self.path))
+
+    async def set_retention_policy(self, policy: RetentionPolicy) -> bool:
+        """This conversation's own retention policy from now on; whether it is the
+        policy in force now."""
+        found = await self.client.send(wire.set_retention(self.path, policy))
+        return found.policy == policy
 
     async def live_memory(self, *, at: int | None = None) -> list[convlog.MemoryBlock]:
         """The live memory blocks, oldest first (now, or at log version `at`)."""

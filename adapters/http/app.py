@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 import convlog
 from convlog.domain.errors import InvalidInput
-from convlog.http import analytics, compaction, conversations, memory, resume, stream
+from convlog.http import analytics, compaction, conversations, memory, resume, retention, stream
 from convlog.http.auth import Auth
 from convlog.http.endpoint import MAX_BATCH, Call, Endpoint, Server, json_response
 from convlog.http.guard import Guard
@@ -32,10 +32,12 @@ from convlog.http.idempotency import check_key as check_idempotency_key
 from convlog.http.limits import BODY_TIMEOUT, MAX_BODY, MAX_REQUESTS, Limits
 from convlog.http.openapi import encoded
 from convlog.http.problems import ProblemError, handle, to_problem
+from convlog.http.schedule import run_schedule
 from convlog.http.schema import Health
 from convlog.services.application import Application
 from convlog.services.log import host_api
 from convlog.services.requests import Answer, RequestRecorded, recording
+from convlog.services.retention import Schedule
 
 WAIT_STEPS, WAIT_STEP = 50, 0.1
 """A retry racing its first request waits this long at most for the first answer."""
@@ -43,7 +45,7 @@ WAIT_STEPS, WAIT_STEP = 50, 0.1
 # Each endpoint names its own operationId (see Endpoint): the order here is free.
 ENDPOINTS: list[Endpoint] = [*conversations.ENDPOINTS, *resume.ENDPOINTS, *stream.ENDPOINTS,
                              *analytics.ENDPOINTS, *memory.ENDPOINTS,
-                             *compaction.ENDPOINTS]
+                             *compaction.ENDPOINTS, *retention.ENDPOINTS]
 
 
 def _view(server: Server, endpoint: Endpoint) -> Any:
@@ -111,9 +113,13 @@ def create_app(app: Application, *, auth: Auth | None = None,
                max_batch: int = MAX_BATCH,
                allow_origins: Sequence[str] = (),
                host_names: Sequence[str] = (),
-               endpoints: Sequence[Endpoint] = ENDPOINTS
+               endpoints: Sequence[Endpoint] = ENDPOINTS,
+               retention: Schedule | None = None,
+               retention_poll: float = 1.0,
                ) -> Any:
-    """The ASGI app serving the log of `app` (which the caller opens and closes)."""
+    """The ASGI app serving the log of `app` (which the caller opens and closes).
+    `retention`: when to carry out the retention policy (convlog.http.schedule;
+    None: never), looked at every `retention_poll` seconds."""
     server = Server(app=app, log=host_api(app), auth=auth or Auth(),
                     poll_interval=poll_interval,
                     inline_writes=app.config.backend == "sqlite",
@@ -128,11 +134,18 @@ def create_app(app: Application, *, auth: Auth | None = None,
     async def health(request: Request) -> Response:
         return json_response(Health(ok=True, version=version, backend=app.config.backend))
 
+    schedule = retention
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         server.stopping = anyio.Event()
         try:
-            yield
+            async with anyio.create_task_group() as tasks:
+                if schedule is not None:
+                    tasks.start_soon(run_schedule, schedule, server.stopping,
+                                     retention_poll)
+                yield
+                server.stopping.set()
         finally:
             server.stopping.set()
 
@@ -146,6 +159,7 @@ def create_app(app: Application, *, auth: Auth | None = None,
     # built from the request's Host header (to evil.example, unauthenticated): a 404.
     asgi.router.redirect_slashes = False
     asgi.state.server = server
+    asgi.state.retention = schedule
     limited = Limits(asgi, max_body=max_body, body_timeout=body_timeout,
                      max_requests=max_requests,
                      uncounted=["/health", *(e.path for e in endpoints if e.stream)])

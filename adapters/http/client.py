@@ -20,12 +20,14 @@ from typing import Any, TypeVar
 import convlog
 from convlog.domain.events import MessageAppended
 from convlog.domain.renamed import old_method
+from convlog.domain.retention import RetentionPolicy
 from convlog.http import wire
 from convlog.http.schema import EventOut, Injection, StateChange, TimelineOut
 from convlog.http.wire import RemoteError
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
 from convlog.services.context import Summarizer
+from convlog.services.retention import RetentionInForce, RetentionRun
 from convlog.services.summary import PAUSED_AFTER, ConversationSummary
 
 try:
@@ -100,6 +102,20 @@ class Client:
     def telemetry(self, *, by: str = "strategy", since: date | datetime | None = None
                   ) -> list[convlog.TelemetryRow]:
         return self.send(wire.telemetry(by, since))
+
+    def store_retention_policy(self) -> RetentionInForce:
+        """The store's retention policy (admin token)."""
+        return self.send(wire.store_retention())
+
+    def set_store_retention_policy(self, policy: RetentionPolicy) -> bool:
+        """Set the store's retention policy on purpose (admin token); whether the
+        policy in force is now `policy`."""
+        found = self.send(wire.set_store_retention(policy))
+        return found.policy == policy
+
+    def enforce_retention(self, *, dry_run: bool = False) -> RetentionRun:
+        """Carry out the retention policy now (admin token); `dry_run` lists it."""
+        return self.send(wire.run_retention(dry_run))
 
     def sql(self, query: str, params: Sequence[object] = ()) -> tuple[list[str], list[Any]]:
         """(column names, rows) of one SELECT over the views (admin token)."""
@@ -205,6 +221,16 @@ class RemoteConversation:
         state = self.client.send(wire.memory_policy(
             self.path, max_injected_blocks_in_history, context_window_depth))
         return state.max_injected_blocks_in_history, state.context_window_depth
+
+    def retention_policy(self) -> RetentionInForce:
+        """The retention policy in force for this conversation, and whose it is."""
+        return self.client.send(wire.retention(self.path))
+
+    def set_retention_policy(self, policy: RetentionPolicy) -> bool:
+        """This conversation's own retention policy from now on; whether it is the
+        policy in force now."""
+        found = self.client.send(wire.set_retention(self.path, policy))
+        return found.policy == policy
 
     def live_memory(self, *, at: int | None = None) -> list[convlog.MemoryBlock]:
         """The live memory blocks, oldest first (now, or at log version `at`)."""

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from convlog.domain.events import AnyEvent, MessageAppended, ReasonClass
+from convlog.domain.retention import RetentionPolicy
 from convlog.projections.formats import Format
 from convlog.services.compaction import Compaction
 from convlog.services.context import Context
@@ -99,6 +100,24 @@ class CompactOut(msgspec.Struct, frozen=True, kw_only=True):
     """The compaction recorded, or None when there was nothing to compact."""
 
     compaction: Compaction | None
+
+
+class RetentionIn(Body, frozen=True):
+    """A retention policy (docs/settings.md#retention): every field left out asks for
+    nothing. Days are above 0 and at most 36,500; caps are whole numbers above 0;
+    `over_cap` is `refuse` (`compact` needs compaction, which this version lacks)."""
+
+    archive_after_days: float | None = None
+    erase_after_days: float | None = None
+    max_messages: int | None = None
+    max_bytes: int | None = None
+    over_cap: Literal["refuse", "compact"] = "refuse"
+
+    def policy(self) -> RetentionPolicy:
+        return RetentionPolicy(
+            archive_after_days=self.archive_after_days,
+            erase_after_days=self.erase_after_days, max_messages=self.max_messages,
+            max_bytes=self.max_bytes, over_cap=self.over_cap)
 
 
 class ReasonIn(Body, frozen=True):

@@ -29,6 +29,8 @@ from convlog.http.transport import (
     protocol_class,
 )
 from convlog.services.application import Application
+from convlog.services.log import host_api
+from convlog.services.retention import Schedule
 
 TOKEN_VAR = "CONVLOG_TOKEN"
 
@@ -48,6 +50,7 @@ class Options:
     max_streams: int | None = None  # None: half of max_connections
     max_batch: int = MAX_BATCH
     allow_origins: tuple[str, ...] = ()
+    retention_interval: float | None = 3600.0  # None: never (docs/settings.md#retention)
 
     @property
     def streams_per_token(self) -> int:
@@ -94,7 +97,10 @@ def serve(app: Application, options: Options,
                       body_timeout=options.body_timeout, max_requests=options.max_connections,
                       max_streams_per_token=options.streams_per_token,
                       max_streams=options.streams_in_all, max_batch=options.max_batch,
-                      allow_origins=options.allow_origins, host_names=(options.host,))
+                      allow_origins=options.allow_origins, host_names=(options.host,),
+                      retention=None if options.retention_interval is None else Schedule(
+                          host_api(app).enforce_retention, app.clock,
+                          options.retention_interval))
     sock = sock if sock is not None else bind(options.host, options.port)
     port = sock.getsockname()[1]
     config = uvicorn.Config(

@@ -30,6 +30,7 @@ from convlog.domain.errors import (
 )
 from convlog.domain.events import MessageAppended
 from convlog.domain.memory import MemoryCooling
+from convlog.domain.retention import RetentionPolicy
 from convlog.http.schema import (
     CompactOut,
     EventOut,
@@ -42,6 +43,7 @@ from convlog.http.schema import (
 )
 from convlog.projections.context import Budget
 from convlog.projections.transcript import TranscriptLine
+from convlog.services.retention import RetentionInForce, RetentionRun
 from convlog.services.summary import ConversationSummary
 
 T = TypeVar("T")
@@ -285,6 +287,31 @@ def compact(path: str, summary: str, keep_last: int, through: str | None,
 def memory_policy(path: str, cap: int, depth: int) -> Req[MemoryState]:
     return Req("PUT", path + "/memory/policy", MemoryState,
                {"max_injected_blocks_in_history": cap, "context_window_depth": depth})
+
+
+def _policy(policy: RetentionPolicy) -> dict[str, Any]:
+    return msgspec.to_builtins(policy)  # type: ignore[no-any-return]
+
+
+def store_retention() -> Req[RetentionInForce]:
+    return Req("GET", "/v1/retention", RetentionInForce)
+
+
+def set_store_retention(policy: RetentionPolicy) -> Req[RetentionInForce]:
+    return Req("PUT", "/v1/retention", RetentionInForce, _policy(policy))
+
+
+def retention(path: str) -> Req[RetentionInForce]:
+    return Req("GET", path + "/retention", RetentionInForce)
+
+
+def set_retention(path: str, policy: RetentionPolicy) -> Req[RetentionInForce]:
+    return Req("PUT", path + "/retention", RetentionInForce, _policy(policy))
+
+
+def run_retention(dry_run: bool) -> Req[RetentionRun]:
+    return Req("POST", "/v1/retention/run", RetentionRun,
+               params={"dry_run": "true" if dry_run else "false"})
 
 
 def user_context(user: str | None, workspace: str | None, conversations: int,

@@ -21,12 +21,14 @@ log's `Writer`, like every other write.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
 import msgspec
 
+from convlog.domain.clock import Clock
 from convlog.domain.conversation import (
     Conversation,
     Expire,
@@ -241,3 +243,37 @@ def _pending(writer: Writer, stream: UUID, erased_at: int) -> bool:
             new = erased_state(topic, state)
             return new is not None and new != state
     return False
+
+
+# --------------------------------------------------------------------- schedule
+
+DEFAULT_INTERVAL = 3600.0
+"""Seconds between two runs of `convlog serve`'s schedule (`--retention-interval`)."""
+
+
+class Schedule:
+    """When a long-running process (`convlog serve`) runs the policy: at start, then
+    every `interval` seconds of the log's clock (`Clock.elapsed`, which a test
+    moves), so a test never sleeps. `due` and `tick` are the whole contract; the
+    server only calls them. `carry_out` is the log's `enforce_retention`."""
+
+    def __init__(self, carry_out: Callable[[], RetentionRun], clock: Clock,
+                 interval: float = DEFAULT_INTERVAL) -> None:
+        self.carry_out = carry_out
+        self.clock = clock
+        self.interval = interval
+        self.next_at = clock.elapsed()
+        self.runs = 0
+        self.last: RetentionRun | None = None
+
+    def due(self) -> bool:
+        return self.clock.elapsed() >= self.next_at
+
+    def tick(self) -> RetentionRun | None:
+        """Run the policy if it is due; the run, or None when it was not due."""
+        if not self.due():
+            return None
+        self.next_at = self.clock.elapsed() + self.interval
+        self.last = self.carry_out()
+        self.runs += 1
+        return self.last

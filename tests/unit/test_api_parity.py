@@ -49,6 +49,8 @@ HTTP_MISSING_PARAMS = {  # parameters a remote call cannot take
                 "summarizer_name": "goes with the summarizer"},
     "compact": {"model": "the server counts with its own tokenizer",
                 "through": "the client passes its plan's own `through_message_id`"},
+    "set_store_retention_policy": {"pinned": "over HTTP a policy is set on purpose; the "
+                                             "server's own options are its flags"},
 }
 ASYNC_TYPES = {  # parameter types the asyncio twins widen
     "summarizer": ("Summarizer|None", "Summarizer|AsyncSummarizer|None"),

@@ -330,6 +330,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations/{key}/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The retention policy in force for this conversation, and whose it is */
+        get: operations["getRetention"];
+        /** Set this conversation's own retention policy from now on (it wins over the store's) */
+        put: operations["setRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations/{key}/stream": {
         parameters: {
             query?: never;
@@ -429,6 +447,50 @@ export interface paths {
         get: operations["getCosts"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The store's retention policy (source `none`: keep everything)
+         * @description Needs the admin token (CONVLOG_TOKEN).
+         */
+        get: operations["getStoreRetention"];
+        /**
+         * Set the store's retention policy from now on (pinned: the server's own --archive-after-days... no longer change it)
+         * @description Needs the admin token (CONVLOG_TOKEN).
+         */
+        put: operations["setStoreRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/retention/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Carry out the retention policy now: archive and erase what it asks, each an event; with dry_run=true, list exactly that and write nothing
+         * @description Needs the admin token (CONVLOG_TOKEN).
+         */
+        post: operations["runRetention"];
         delete?: never;
         options?: never;
         head?: never;
@@ -934,7 +996,7 @@ export interface components {
          */
         EventOut: {
             version: number;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"] | components["schemas"]["HistoryRewound"];
         };
         /**
          * EventsIn
@@ -1024,6 +1086,27 @@ export interface components {
             text: string;
             /** @default null */
             native_session_id?: string | null;
+        };
+        /**
+         * HistoryRewound
+         * @description The host rewound the conversation to message `to_message_id` (at log position
+         *         `to_version`): for the model, every message recorded after it and before this
+         *         event is abandoned (`abandoned` of them), and later appends continue from it.
+         *         Nothing is deleted: the user's view shows the abandoned messages struck, replays
+         *         before this event show them as they were.
+         */
+        HistoryRewound: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "history_rewound";
+            to_message_id: string;
+            to_version: number;
+            abandoned: number;
+            /** @default null */
+            reason?: string | null;
+            at: string;
         };
         /** ImageIn */
         ImageIn: {
@@ -1532,6 +1615,19 @@ export interface components {
             conversations: components["schemas"]["ConversationPart"][];
         };
         /**
+         * RetentionAction
+         * @description One thing retention did (or, in a dry run, would do) to one conversation.
+         */
+        RetentionAction: {
+            key: string;
+            /** @enum {unknown} */
+            action: "archive" | "erase";
+            /** @enum {unknown} */
+            source: "conversation" | "store";
+            policy: components["schemas"]["RetentionPolicy"];
+            idle_days: number | null;
+        };
+        /**
          * RetentionCapReached
          * @description A turn was refused because it would take the conversation past a cap of its
          *         retention policy (recorded once, on the first refusal under that policy).
@@ -1564,6 +1660,37 @@ export interface components {
             policy: components["schemas"]["RetentionPolicy"];
             /** @default null */
             idle_days?: number | null;
+        };
+        /**
+         * RetentionIn
+         * @description A retention policy (docs/settings.md#retention): every field left out asks for
+         *         nothing. Days are above 0 and at most 36,500; caps are whole numbers above 0;
+         *         `over_cap` is `refuse` (`compact` needs compaction, which this version lacks).
+         */
+        RetentionIn: {
+            /** @default null */
+            archive_after_days?: number | null;
+            /** @default null */
+            erase_after_days?: number | null;
+            /** @default null */
+            max_messages?: number | null;
+            /** @default null */
+            max_bytes?: number | null;
+            /**
+             * @default refuse
+             * @enum {unknown}
+             */
+            over_cap?: "compact" | "refuse";
+        };
+        /**
+         * RetentionInForce
+         * @description The retention policy in force for a conversation (or the store): whose it is
+         *         (``conversation``, ``store``, or ``none``: keep everything).
+         */
+        RetentionInForce: {
+            policy: components["schemas"]["RetentionPolicy"] | null;
+            /** @enum {unknown} */
+            source: "conversation" | "none" | "store";
         };
         /**
          * RetentionPolicy
@@ -1612,6 +1739,19 @@ export interface components {
             /** @default false */
             pinned?: boolean;
             at: string;
+        };
+        /**
+         * RetentionRun
+         * @description What one run of the policy did: at which moment, under which store policy.
+         */
+        RetentionRun: {
+            at: string;
+            dry_run: boolean;
+            store_policy: components["schemas"]["RetentionPolicy"] | null;
+            actions: components["schemas"]["RetentionAction"][];
+            conversations: number;
+            /** @default 0 */
+            rows_erased?: number;
         };
         /**
          * SqlIn
@@ -1755,7 +1895,7 @@ export interface components {
             at: string;
             type: string;
             details: string;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"] | components["schemas"]["HistoryRewound"];
         };
         /**
          * TitleChanged
@@ -5110,6 +5250,290 @@ export interface operations {
             };
         };
     };
+    getRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the conversation key the host chose, URL-encoded */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionInForce"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the conversation key the host chose, URL-encoded */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionInForce"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     followConversation: {
         parameters: {
             query?: {
@@ -5851,6 +6275,427 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CostRow"][];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getStoreRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionInForce"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setStoreRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionInForce"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    runRetention: {
+        parameters: {
+            query?: {
+                /** @description only list what would be done */
+                dry_run?: boolean;
+            };
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionRun"];
                 };
             };
             /** @description Malformed request (not JSON, empty body, bad header) */
