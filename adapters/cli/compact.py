@@ -1,4 +1,5 @@
-"""`convlog compact KEY`: compaction from the shell (issue 47).
+"""`convlog compact KEY` and `convlog rewind KEY --to ID`: the history operations
+from the shell (issue 47).
 
 A shell has no summarizer function, so compaction is two steps, as over HTTP: `--plan`
 prints what would be replaced (the messages to summarize, the previous summary to
@@ -61,3 +62,22 @@ def cmd_compact(log: ConversationLog, args: argparse.Namespace) -> None:
         print(f"{args.key}: compacted {done.compacted} messages ({done.message_count} in "
               f"all) into a summary of {done.tokens_after} tokens ({done.tokens_before} "
               f"before); {done.kept} kept; nothing deleted")
+
+
+def add_rewind_arguments(p: argparse.ArgumentParser) -> None:
+    add_key(p)
+    p.add_argument("--to", required=True, metavar="MESSAGE_ID",
+                   help="the message to go back to: those after it are abandoned")
+    p.add_argument("--reason")
+
+
+def cmd_rewind(log: ConversationLog, args: argparse.Namespace) -> None:
+    log.get(args.key)  # an unknown key is an error, not a new conversation
+    done = log.rewind(args.key, args.to, reason=args.reason)
+    if args.json:
+        print_json({"rewound": done})
+    elif done is None:
+        print(f"{args.key}: nothing after {args.to}: nothing to do")
+    else:
+        print(f"{args.key}: rewound to {done.to_message_id}: {done.abandoned} later "
+              "messages abandoned for the agent; nothing deleted")

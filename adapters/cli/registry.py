@@ -130,6 +130,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("compact", "replace old messages, for the model, by your model's summary "
                        "(--plan, then --summary): nothing is deleted",
             compact.add_arguments, compact.cmd_compact),
+    Command("rewind", "go back to a message, for the model: the later ones are "
+                      "abandoned (nothing is deleted)",
+            compact.add_rewind_arguments, compact.cmd_rewind),
     Command("serve", "the log as an HTTP service (needs convlog[http])",
             serve.add_arguments, run_app=serve.cmd_serve, creates_database=True,
             prints_data=False,

@@ -172,6 +172,10 @@ class AsyncRemoteConversation:
                       ) -> convlog.Context:
         return await self.client.send(wire.context(self.path, budget, format, exclude, model))
 
+    async def rewind(self, to: str, *, reason: str | None = None) -> convlog.Rewound | None:
+        """Back to message `to`, for the model (`ConversationHandle.rewind`)."""
+        return (await self.client.send(wire.rewind(self.path, to, reason))).rewound
+
     async def compaction_plan(self, *, keep_last: int = 10) -> convlog.CompactionPlan:
         """What `compact` would replace now (`ConversationLog.compaction_plan`)."""
         return await self.client.send(wire.compaction_plan(self.path, keep_last))

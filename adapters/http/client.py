@@ -180,6 +180,10 @@ class RemoteConversation:
                 exclude: Iterable[str] = (), model: str | None = None) -> convlog.Context:
         return self.client.send(wire.context(self.path, budget, format, exclude, model))
 
+    def rewind(self, to: str, *, reason: str | None = None) -> convlog.Rewound | None:
+        """Back to message `to`, for the model (`ConversationHandle.rewind`)."""
+        return (self.client.send(wire.rewind(self.path, to, reason))).rewound
+
     def compaction_plan(self, *, keep_last: int = 10) -> convlog.CompactionPlan:
         """What `compact` would replace now (`ConversationLog.compaction_plan`)."""
         return self.client.send(wire.compaction_plan(self.path, keep_last))

@@ -1,13 +1,14 @@
-"""Endpoints of compaction (issue 47): the plan (what a compaction would replace now,
-for the host to summarize with its own model), and the compaction itself, with the
-summary the host wrote. The write decides again (the range is chosen from the log
-inside it), so a plan that has moved since is a 409, and nothing is recorded."""
+"""Endpoints of the history operations (issue 47). Compaction: the plan (what a
+compaction would replace now, for the host to summarize with its own model), and
+the compaction itself, with the summary the host wrote; the write decides again (the
+range is chosen from the log inside it), so a plan that has moved since is a 409,
+and nothing is recorded. Rewind: back to a message, for the model."""
 
 from __future__ import annotations
 
 import convlog
 from convlog.http.endpoint import Call, Endpoint, Param
-from convlog.http.schema import CompactIn, CompactOut
+from convlog.http.schema import CompactIn, CompactOut, RewindIn, RewindOut
 from convlog.services.compaction import check_keep_last
 
 KEY = "/v1/conversations/{key}"
@@ -28,6 +29,13 @@ async def compact(call: Call) -> CompactOut:
     return CompactOut(compaction=done)
 
 
+async def rewind(call: Call) -> RewindOut:
+    body = await call.body(RewindIn)
+    key = await call.readable()
+    return RewindOut(rewound=await call.run(call.log.rewind, key, body.to,
+                                            reason=body.reason))
+
+
 ENDPOINTS = [
     Endpoint("GET", KEY + "/compaction", plan,
              "What a compaction would replace now: the messages to summarize, the "
@@ -39,5 +47,9 @@ ENDPOINTS = [
     Endpoint("POST", KEY + "/compaction", compact,
              "Compact the history for the model with the host's summary (nothing is "
              "deleted)", operation_id="compact", body=CompactIn, answer=CompactOut,
+             tag="conversations"),
+    Endpoint("POST", KEY + "/rewind", rewind,
+             "Rewind to a message: for the model, the messages after it are abandoned "
+             "(nothing is deleted)", operation_id="rewind", body=RewindIn, answer=RewindOut,
              tag="conversations"),
 ]

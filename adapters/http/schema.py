@@ -20,6 +20,7 @@ from convlog.services.compaction import Compaction
 from convlog.services.context import Context
 from convlog.services.jsonlines import AnyLine, MessageLine
 from convlog.services.memory import MemoryBlock
+from convlog.services.rewind import Rewound
 
 CostGroup = Literal["conversation", "user", "agent", "model", "day"]
 TelemetryGroup = Literal["strategy", "agent", "client", "day", "reason"]
@@ -118,6 +119,19 @@ class RetentionIn(Body, frozen=True):
             archive_after_days=self.archive_after_days,
             erase_after_days=self.erase_after_days, max_messages=self.max_messages,
             max_bytes=self.max_bytes, over_cap=self.over_cap)
+
+
+class RewindIn(Body, frozen=True):
+    """Back to message `to`, for the model: the messages after it are abandoned."""
+
+    to: str
+    reason: str | None = None
+
+
+class RewindOut(msgspec.Struct, frozen=True, kw_only=True):
+    """The rewind recorded, or None when nothing came after the message."""
+
+    rewound: Rewound | None
 
 
 class ReasonIn(Body, frozen=True):

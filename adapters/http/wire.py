@@ -37,6 +37,7 @@ from convlog.http.schema import (
     Injection,
     MemoryState,
     Problem,
+    RewindOut,
     SqlOut,
     StateChange,
     TimelineOut,
@@ -282,6 +283,13 @@ def compact(path: str, summary: str, keep_last: int, through: str | None,
     body.update((k, v) for k, v in (("through_message_id", through), ("reason", reason),
                                     ("summarizer", summarizer)) if v is not None)
     return Req("POST", path + "/compaction", CompactOut, body)
+
+
+def rewind(path: str, to: str, reason: str | None) -> Req[RewindOut]:
+    body: dict[str, Any] = {"to": to}
+    if reason is not None:
+        body["reason"] = reason
+    return Req("POST", path + "/rewind", RewindOut, body)
 
 
 def memory_policy(path: str, cap: int, depth: int) -> Req[MemoryState]:

@@ -56,8 +56,9 @@ def rewind(writer: Writer, key: str, to: str, reason: str | None) -> Rewound | N
             if not is_record(event):
                 after += 1
         raise InvalidInput(f"no live message {to!r} after the latest clear or compaction "
-                           "(an abandoned, retracted or compacted message cannot be "
-                           "rewound to)", field="to")
+                           f"(#{floor}): an abandoned or retracted message, or one "
+                           "recorded before a compaction, cannot be rewound to",
+                           field="to")
 
     _, saved = writer.decide(key, commands)
     found = next((r for r in saved if isinstance(r.event, HistoryRewound)), None)

@@ -1,7 +1,8 @@
-"""Compaction (issue 47) on the HTTP surface, against a real `convlog serve` process:
-the plan, the host's summary recorded through `convlog.Client` and `AsyncClient`
-(their summarizer runs on the client's side), a plan that moved answered with a 409
-`compacted-meanwhile`, a user token limited to its own conversations; and the CLI."""
+"""Compaction and rewind (issue 47) on the HTTP surface, against a real `convlog
+serve` process: the plan, the host's summary recorded through `convlog.Client` and
+`AsyncClient` (their summarizer runs on the client's side), a plan that moved
+answered with a 409 `compacted-meanwhile`, a user token limited to its own
+conversations, a rewind; and both from the shell."""
 
 from __future__ import annotations
 
@@ -85,6 +86,25 @@ def test_compaction_over_http(tmp_path: Path) -> None:
         asyncio.run(remote())
         assert admin.get("k").info().message_count == 9
 
+        # rewind: back to a message after the latest compaction, for the model
+        admin.get("k").append_turn([convlog.user("Question 6?", id="q6"),
+                                    convlog.assistant("Answer 6.", id="a6"),
+                                    convlog.user("Question 8?", id="q8")])
+        back = admin.get("k").rewind("q6", reason="edited")
+        assert back is not None and (back.to_message_id, back.abandoned) == ("q6", 2)
+        assert "Question 8?" not in admin.get("k").context().text
+        assert admin.get("k").rewind("q6") is None
+        with pytest.raises(convlog.InvalidInput, match="'to'"):
+            admin.get("k").rewind("q5")  # before the latest compaction
+
+        async def rewind_async() -> None:
+            async with convlog.AsyncClient(url, token=ALICE) as alice:
+                own = await alice.get("k")
+                await own.append_turn([convlog.user("Question 7?", id="q7")])
+                assert await own.rewind("q6") is not None
+        asyncio.run(rewind_async())
+        assert "Question 7?" not in admin.get("k").context().text
+
 
 def test_compaction_from_the_shell(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'c.db'}"
@@ -110,3 +130,14 @@ def test_compaction_from_the_shell(tmp_path: Path) -> None:
         assert "Two questions answered." in text and "Question 1?" not in text
     nothing = cli("compact", "k", "--keep-last", "2", "--summary", "x")
     assert nothing.returncode == 0 and "nothing to compact" in nothing.stdout
+    with convlog.open(db) as log:
+        seed_turn = log.get("k")
+        seed_turn.append_turn([convlog.user("Question 4?", id="q4"),
+                               convlog.assistant("Answer 4.", id="a4")])
+    rewound = cli("rewind", "k", "--to", "q4", "--reason", "edited")
+    assert rewound.returncode == 0, rewound.stderr
+    assert "rewound to q4: 1 later messages abandoned" in rewound.stdout
+    refused = cli("rewind", "k", "--to", "q1")
+    assert refused.returncode == 1 and "'to'" in refused.stderr
+    with convlog.open(db) as log:
+        assert "Answer 4." not in log.context("k").text

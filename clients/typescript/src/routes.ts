@@ -29,6 +29,7 @@ export const routes = {
   recordResumeOutcome: { method: "POST", path: "/v1/conversations/{key}/resume/outcomes", stream: false },
   replayView: { method: "GET", path: "/v1/conversations/{key}/replay", stream: false },
   requestInjection: { method: "POST", path: "/v1/conversations/{key}/resume/injection", stream: false },
+  rewind: { method: "POST", path: "/v1/conversations/{key}/rewind", stream: false },
   runRetention: { method: "POST", path: "/v1/retention/run", stream: false },
   runSql: { method: "POST", path: "/v1/sql", stream: false },
   setMemoryPolicy: { method: "PUT", path: "/v1/conversations/{key}/memory/policy", stream: false },

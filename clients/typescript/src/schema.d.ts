@@ -348,6 +348,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations/{key}/rewind": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rewind to a message: for the model, the messages after it are abandoned (nothing is deleted) */
+        post: operations["rewind"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations/{key}/stream": {
         parameters: {
             query?: never;
@@ -1752,6 +1769,36 @@ export interface components {
             conversations: number;
             /** @default 0 */
             rows_erased?: number;
+        };
+        /**
+         * RewindIn
+         * @description Back to message `to`, for the model: the messages after it are abandoned.
+         */
+        RewindIn: {
+            to: string;
+            /** @default null */
+            reason?: string | null;
+        };
+        /**
+         * RewindOut
+         * @description The rewind recorded, or None when nothing came after the message.
+         */
+        RewindOut: {
+            rewound: components["schemas"]["Rewound"] | null;
+        };
+        /**
+         * Rewound
+         * @description A rewind recorded: `abandoned` messages after `to_message_id` are gone for
+         *         the model (the log keeps them).
+         */
+        Rewound: {
+            key: string;
+            version: number;
+            to_message_id: string;
+            to_version: number;
+            abandoned: number;
+            /** @default null */
+            reason?: string | null;
         };
         /**
          * SqlIn
@@ -5413,6 +5460,153 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RetentionInForce"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rewind: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description the conversation key the host chose, URL-encoded */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RewindIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewindOut"];
                 };
             };
             /** @description Malformed request (not JSON, empty body, bad header) */
