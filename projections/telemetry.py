@@ -197,8 +197,40 @@ RESUMES = Table(
     touched_by=("resume_attempted", "resume_succeeded", "resume_failed", "history_injected"),
 )
 
+RETENTION_ACTIONS = Table(
+    "retention_actions",
+    (
+        Column("conversation_id", "VARCHAR"),
+        Column("version", "BIGINT"),
+        Column("position", "BIGINT"),
+        Column("at", "TIMESTAMP"),
+        Column("action", "VARCHAR"),
+        Column("source", "VARCHAR"),
+        Column("idle_days", "DOUBLE"),
+        Column("cap", "VARCHAR"),
+    ),
+    select="""
+        SELECT conversation_id, version, position, "at",
+               CASE topic WHEN 'session_archived' THEN 'archive'
+                          WHEN 'conversation_erased' THEN 'erase'
+                          WHEN 'retention_cap_reached' THEN 'cap_reached'
+                          ELSE 'policy_set' END,
+               CASE WHEN topic = 'retention_cap_reached' THEN e.source
+                    WHEN topic = 'retention_policy_set' THEN NULL
+                    ELSE e.retention.source END,
+               e.retention.idle_days,
+               CASE WHEN topic = 'retention_cap_reached' THEN e."limit" END
+        FROM batch
+        WHERE topic IN ('conversation_erased', 'retention_cap_reached', 'retention_policy_set')
+           OR (topic = 'session_archived' AND e.retention IS NOT NULL)""",
+    doc="what retention did (archive, erase), a turn refused at a cap, a policy set "
+        "(in a conversation, or the store's settings stream): one row each",
+)
+
 TELEMETRY = View("telemetry", (RESUME_EVENTS, INJECTIONS, CONTEXT_WINDOWS, RESUME_ATTEMPTS,
-                               RESUMES), fields={
+                               RESUMES, RETENTION_ACTIONS), fields={
+    "retention": {"source": "VARCHAR", "idle_days": "DOUBLE"}, "source": "VARCHAR",
+    "limit": "VARCHAR",
     "strategy": "VARCHAR", "native_session_id": "VARCHAR", "reason": "VARCHAR",
     "error": "VARCHAR", "latency_ms": "DOUBLE", "latency_s": "DOUBLE",
     "from_version": "BIGINT", "to_version": "BIGINT", "message_count": "BIGINT",

@@ -261,3 +261,21 @@ def test_the_asyncio_twin(clocked_log: convlog.ConversationLog, clock: ManualClo
         assert (await alog.enforce_retention()).archived == 1
 
     asyncio.run(main())
+
+
+def test_every_action_is_counted_in_the_telemetry_views(
+        clocked_log: convlog.ConversationLog, clock: ManualClock) -> None:
+    log = clocked_log
+    log.set_store_retention_policy(P(archive_after_days=1, erase_after_days=3,
+                                     max_messages=1))
+    log.conversation("a").append(convlog.user("one"))
+    with pytest.raises(convlog.CapReached):
+        log.get("a").append(convlog.user("two"))
+    clock.advance(1.5 * DAY)
+    log.enforce_retention()
+    clock.advance(2 * DAY)
+    log.enforce_retention()
+    _, rows = log.sql("SELECT action, source, count(*) FROM retention_actions "
+                      "GROUP BY ALL ORDER BY action")
+    assert rows == [("archive", "store", 1), ("cap_reached", "store", 1),
+                    ("erase", "store", 1), ("policy_set", None, 1)]
