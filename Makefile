@@ -94,6 +94,7 @@ bench-tools:
 bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): saved in bench/results, rendered into BENCHMARKS.md and the docs
 	$(BIN)/python -m bench.core
 	$(BIN)/python -m bench.context
+	$(BIN)/python -m bench.compaction
 	$(BIN)/python -m bench.memory
 	$(BIN)/python -m bench.views
 	$(BIN)/python -m bench.writers
@@ -117,6 +118,7 @@ bench: $(STAMP) $(BENCH_STAMP) bench-tools  ## benchmarks (full, ~25 min): saved
 bench-quick: $(STAMP) $(BENCH_STAMP) bench-tools  ## the same, scaled down for development
 	$(BIN)/python -m bench.core --quick
 	$(BIN)/python -m bench.context --quick
+	$(BIN)/python -m bench.compaction --quick
 	$(BIN)/python -m bench.memory --quick
 	$(BIN)/python -m bench.views --quick
 	$(BIN)/python -m bench.writers --quick
