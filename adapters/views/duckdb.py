@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -274,9 +275,12 @@ class ViewStore(TrackingRecorder):
         delay = 0.01
         while True:
             new = not self.path.exists()
-            if not new:
-                _check_header(self.path)
             try:
+                with _creation(self.path):  # a process writing a new file's header
+                    new = not self.path.exists()
+                    if new:  # created under the lock: no one reads a half-written header
+                        return duckdb.connect(str(self.path))
+                    _check_header(self.path)
                 return duckdb.connect(str(self.path))
             except duckdb.IOException as exc:
                 if not new and _is_file_problem(exc):
@@ -594,6 +598,25 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+@contextlib.contextmanager
+def _creation(path: Path) -> Iterator[None]:
+    """Held by a process while it creates the views file (DuckDB writes the header in
+    its connect), and for a moment by one that opens an existing file: so a header
+    being written is waited for, never read as "not a DuckDB database file" and the
+    new file set aside. An advisory lock on the file's folder: no lock file is left
+    beside the views; where the folder cannot be locked, nothing is waited for."""
+    try:
+        folder = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # lets go of the lock
 
 
 def _check_header(path: Path) -> None:

@@ -10,6 +10,7 @@ views are rebuilt from the log; nothing is deleted. Real SQLite, real DuckDB fil
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -182,3 +183,50 @@ def test_a_full_disk_leaves_a_private_views_file_that_is_rebuilt_once_there_is_r
             assert log.sql("SELECT count(*) FROM messages")[1] == [(1,)]
     finally:
         os.umask(old)
+
+
+
+_OPEN_VIEWS = """
+import sys
+import convlog
+with convlog.open(sys.argv[1], views=sys.argv[2]) as log:
+    print(len(log.conversations()))
+"""
+
+
+def _waits_for_a_flock(pid: int) -> bool:
+    """Whether process `pid` is blocked on an advisory lock (/proc/locks lists a
+    blocked request as `N: -> FLOCK ...`)."""
+    lines = Path("/proc/locks").read_text().splitlines()
+    return any("->" in line and "FLOCK" in line and f" {pid} " in line for line in lines)
+
+
+def test_a_views_file_being_created_is_waited_for_never_set_aside(tmp_path: Path) -> None:
+    """A process that finds a views file whose header another process is still
+    writing (DuckDB writes it in its connect) waits for the creator instead of setting
+    the new file aside as unusable; a CLI run failed with "not a valid DuckDB database
+    file" when five `convlog sessions` opened a new views file at once
+    (tests/e2e/test_cli.py::test_sessions_filters_and_order)."""
+    import fcntl
+
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    with convlog.open(db, views=str(tmp_path / "host.duckdb")) as log:
+        log.conversation("k", user="u").append(convlog.user("hi"))
+    views = tmp_path / "shared" / "v.duckdb"
+    views.parent.mkdir()
+    views.write_bytes(b"\0" * 8)  # a creator's file, its header not written yet
+    folder = os.open(views.parent, os.O_RDONLY)
+    fcntl.flock(folder, fcntl.LOCK_EX)  # as a creating process holds it
+    proc = subprocess.Popen([sys.executable, "-c", _OPEN_VIEWS, db, str(views)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while proc.poll() is None and not _waits_for_a_flock(proc.pid):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(0.02)
+        views.unlink()  # the creator finishes its file
+        duckdb.connect(str(views)).close()
+    finally:
+        os.close(folder)  # and lets go
+    out, err = proc.communicate(timeout=300)
+    assert (proc.returncode, out) == (0, "1\n"), err
+    assert not list(views.parent.glob("*.set-aside-*")), err
