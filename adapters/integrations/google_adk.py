@@ -36,6 +36,7 @@ from anyio import to_thread
 import convlog
 from convlog.domain.conversation import AppendMessages, Archive, Clear, StartConversation
 from convlog.domain.errors import UnknownConversation
+from convlog.domain.events import HistoryCompacted, MessageAppended
 from convlog.integrations.adk_events import (
     RECORD,
     SESSION,
@@ -49,7 +50,7 @@ from convlog.integrations.adk_pairs import paired_events, pairing_view
 from convlog.integrations.extras import require
 from convlog.integrations.settled import write_in_worker
 from convlog.projections.adk_sessions import split_state
-from convlog.services.items import RawJson, json_item
+from convlog.services.items import RawJson, json_item, summary_id
 from convlog.services.log import application
 
 require("google-adk", "google.adk", "convlog.integrations.google_adk")
@@ -87,6 +88,31 @@ def _record(raw: dict[str, Any] | None) -> Record:
     return RECORD.decode(_encode(raw)) if raw else Record()
 
 
+COMPACTION = "compaction"
+
+
+def compaction_record(event: HistoryCompacted) -> MessageAppended:
+    """A compaction as a record of the session's epoch, placed right after the last
+    event it covers: `get_session` makes it ADK's own compaction event (`_Read`),
+    whose range is the session's events up to there, so ADK's Runner hands its model
+    the summary in their place. The events stay in the session (state is folded
+    from them, as ADK's own services keep them)."""
+    return MessageAppended(at=event.at, message_id=summary_id(event), role="assistant",
+                           content=event.text, raw={"adk": COMPACTION, "state": event.text})
+
+
+def compaction_event(text: str, start: float, end: float) -> dict[str, Any]:
+    return {"id": f"convlog-compaction-{end}", "invocation_id": "convlog-compaction",
+            "author": "convlog", "timestamp": end,
+            "actions": {"compaction": {"start_timestamp": start, "end_timestamp": end,
+                                       "compacted_content": {
+                                           "role": "model", "parts": [{"text": text}]}}}}
+
+
+def _every(item: Any) -> bool:
+    return True
+
+
 class _Read:
     """A session's epoch read in one pass over its records, each event decoded in
     turn and let go: the session's own state (the initial state with every event's
@@ -99,6 +125,14 @@ class _Read:
         self.stamps: list[Any] = []
         self.views: list[dict[str, Any]] = []
         for record in records:
+            if record.adk == COMPACTION:  # ADK's own compaction event, over what it covers
+                if self.stamps:
+                    made = compaction_event(str(record.state), float(self.stamps[0]),
+                                            float(self.stamps[-1]))
+                    self.raws.append(msgspec.Raw(_encode(made)))
+                    self.stamps.append(self.stamps[-1])
+                    self.views.append(pairing_view(made))
+                continue
             if not json_item(record.event):
                 continue
             event = _decode(record.event)
@@ -200,7 +234,7 @@ class ConvlogSessionService(BaseSessionService):
     def _records(self, key: str) -> list[Record] | None:
         """The live records of a session's epoch; None when it does not exist."""
         try:  # raw records only: the rest of each message is never decoded (issue 30)
-            items = self.log.live_json(key)
+            items = self.log.live_json(key, summarized=compaction_record, kept=_every)
         except UnknownConversation:
             return None
         records = [RECORD.decode(m.raw) if isinstance(m, RawJson) else _record(m.raw)

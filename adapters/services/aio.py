@@ -144,8 +144,10 @@ class AsyncConversationLog:
         return await asyncio.to_thread(self.sync.live_items, key, last=last,
                                        raw_only=raw_only, summarized=summarized, kept=kept)
 
-    async def live_json(self, key: str) -> list[MessageAppended | RawJson]:
-        return await asyncio.to_thread(self.sync.live_json, key)
+    async def live_json(self, key: str, *, summarized: Summarized | None = None,
+                        kept: Kept | None = None) -> list[MessageAppended | RawJson]:
+        return await asyncio.to_thread(self.sync.live_json, key, summarized=summarized,
+                                       kept=kept)
 
     async def state(self, key: str) -> Conversation:
         return await asyncio.to_thread(self.sync.state, key)

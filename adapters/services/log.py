@@ -388,11 +388,12 @@ class ConversationLog(CatalogQueries):
         return self._app.reads.live_items(key, last=last, raw_only=raw_only,
                                           summarized=summarized, kept=kept)
 
-    def live_json(self, key: str) -> list[MessageAppended | RawJson]:
+    def live_json(self, key: str, *, summarized: Summarized | None = None,
+                  kept: Kept | None = None) -> list[MessageAppended | RawJson]:
         """`live_items` with each SDK item's JSON left undecoded (`RawJson`), for a
         store that decodes the items one at a time (Google ADK's `get_session`,
-        issue 30)."""
-        return self._app.reads.live_json(key)
+        issue 30); `summarized`, `kept` as for `live_items`."""
+        return self._app.reads.live_json(key, summarized=summarized, kept=kept)
 
     def transcript(self, key: str) -> list[TranscriptLine]:
         return transcript(self.events(key))

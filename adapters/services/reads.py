@@ -90,7 +90,8 @@ class Reads:
             self._store, check_key(key), last, RawEntry if raw_only else RawItem,
             summarized, kept)
 
-    def live_json(self, key: str) -> list[MessageAppended | RawJson]:
+    def live_json(self, key: str, *, summarized: items.Summarized | None = None,
+                  kept: items.Kept | None = None) -> list[MessageAppended | RawJson]:
         """`live_items` with each SDK item's JSON left undecoded (`RawJson`)."""
         return items.live_items(  # type: ignore[return-value]  # only RawJson asked for
-            self._store, check_key(key), None, RawJson)
+            self._store, check_key(key), None, RawJson, summarized, kept)
