@@ -114,7 +114,7 @@ class Catalog:
     def __init__(self, store: ConversationStore, config: StorageConfig,
                  options: LogOptions):
         self._store, self._config = store, config
-        self._prices = PriceTable(options.prices)
+        self._prices = options.prices  # the table is built with the views (it costs ~4 MiB)
         self._path = Path(options.views) if options.views is not None else None
         self._analytics: Analytics | None = None
 
@@ -127,7 +127,7 @@ class Catalog:
             path = self._path or (Path(option) if option else None) or default_path(
                 self._config.path, self._config.backend, self._config.url)
             store = ViewStore(path, Analytics.VIEWS, sql_views=Analytics.SQL_VIEWS)
-            self._analytics = Analytics(self._store, store, self._prices)
+            self._analytics = Analytics(self._store, store, PriceTable(self._prices))
         return self._analytics
 
     def refresh(self, *, progress: bool | None = None) -> int:
