@@ -15,6 +15,7 @@ from convlog.domain.numbers import whole_number
 from convlog.projections.formats import FORMATS
 from convlog.projections.moment import parse_moment, parse_time
 from convlog.projections.replay_views import VIEWS
+from convlog.services.export_jsonl import FORMATS as EXPORT_FORMATS
 from convlog.services.jsonlines import LINE_TYPES
 from convlog.views.analytics import COST_GROUPS
 from convlog.views.telemetry import TELEMETRY_GROUPS
@@ -162,10 +163,22 @@ def export(p: argparse.ArgumentParser) -> None:
     to.add_argument("--otel", action="store_true",
                     help="turns and resume attempts as spans (GenAI conventions) to "
                          "$OTEL_EXPORTER_OTLP_ENDPOINT, each event once")
+    to.add_argument("--format", choices=EXPORT_FORMATS,
+                    help="conversations KEY... as `convlog record` lines, one file each "
+                         "in --output DIR (or stdout for one KEY)")
+    p.add_argument("keys", nargs="*", metavar="KEY", help="with --format: the conversations")
+    p.add_argument("--output", "-o", metavar="DIR",
+                   help="with --format: write DIR/<KEY>.jsonl for each KEY")
     otel.add_arguments(p)
 
 
 def check_export(args: argparse.Namespace) -> None:
+    if args.format is None and (args.keys or args.output):
+        raise UsageError("KEY... and --output go with --format")
+    if args.format is not None and not args.keys:
+        raise UsageError("--format needs the conversations to export: KEY...")
+    if args.format is not None and args.output is None and len(args.keys) > 1:
+        raise UsageError("several KEYs need --output DIR (one file each)")
     if not args.otel and otel.given(args):
         raise UsageError("--follow, --from, --with-content, --state and --interval "
                          "go with --otel")

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import msgspec
 
@@ -27,6 +28,7 @@ from convlog.domain.errors import ConvlogError
 from convlog.projections.context import Budget
 from convlog.projections.money import LEGEND, usd_text
 from convlog.services.application import Application
+from convlog.services.export_jsonl import conversation_lines
 from convlog.services.jsonlines import parse_lines
 from convlog.services.log import ConversationLog, host_api
 from convlog.services.resume.resumption import span_budget
@@ -133,12 +135,42 @@ def cmd_sql(log: ConversationLog, args: argparse.Namespace) -> None:
 
 
 def cmd_export(app: Application, args: argparse.Namespace) -> None:
+    if args.format is not None:
+        cmd_export_conversations(app, args)
+        return
     if args.otel:
         cmd_export_otel(app, args)
         return
     files = host_api(app).export_parquet(args.parquet)
     if args.json:
         print_json({"files": [str(f) for f in files]})
+    else:
+        for f in files:
+            print(f)
+
+
+def cmd_export_conversations(app: Application, args: argparse.Namespace) -> None:
+    """`convlog export --format convlog-jsonl KEY...` (convlog.services.export_jsonl):
+    every KEY is read first (an unknown one fails before anything is written); each
+    file is written whole, then renamed into place."""
+    log = host_api(app)
+    keys = [check_key(k) for k in args.keys]
+    exported = {key: conversation_lines(log.get(key).events()) for key in keys}
+    if args.output is None:
+        sys.stdout.buffer.write(exported[keys[0]])
+        sys.stdout.flush()
+        return
+    folder = Path(args.output)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for key, data in exported.items():
+        path = folder / (quote(key, safe="") + ".jsonl")
+        partial = path.with_name(path.name + ".partial")
+        partial.write_bytes(data)
+        partial.replace(path)
+        files.append(str(path))
+    if args.json:
+        print_json({"files": files})
     else:
         for f in files:
             print(f)

@@ -22,6 +22,7 @@ Also here:
 - `summary`: one conversation at a glance, without building a context.
 - `privacy`: erasure and key management on an open log; `redacting`: the `redact=` hook.
 - `retention`: the retention policy set, read and carried out (archive, erase).
+- `export_jsonl`: a conversation as `convlog record` lines (`convlog export --format`).
 - `importing`: an importer's contract; `import_run`: the import driver (a conversation,
   one batch); `import_usage`: tokens and USD of an import.
 - `requests`: a request's idempotency key carried into its write.
