@@ -27,7 +27,7 @@ from convlog.domain.conversation import (
     status_of,
 )
 from convlog.domain.errors import InvalidInput
-from convlog.domain.events import SummaryRecorded
+from convlog.domain.events import HistoryCompacted, SummaryRecorded
 from convlog.storage.application import ConversationStore
 from convlog.views.analytics import Analytics
 
@@ -78,8 +78,8 @@ def summarize(store: ConversationStore, analytics: Analytics, state: Conversatio
     if state.summary_version:
         [found] = store.recorded(conversation_id(state.key),
                                  after=state.summary_version - 1, upto=state.summary_version)
-        if isinstance(found.event, SummaryRecorded):
-            latest = found.event.text
+        if isinstance(found.event, SummaryRecorded | HistoryCompacted):  # a compaction's
+            latest = found.event.text  # summary is the latest summary too (issue 47)
     return ConversationSummary(
         key=state.key, user=state.user, workspace=state.workspace, title=state.title,
         status=status_of(state, store.clock.now(), check_paused_after(paused_after)),
