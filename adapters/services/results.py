@@ -32,6 +32,10 @@ class ConversationInfo(ConversationFacts, frozen=True, kw_only=True):
     """Its user was forgotten: the content is erased, the figures remain."""
     resumed_at: datetime | None = None
     """When a resume of it last succeeded (its last-active time moves with it)."""
+    compactions: int = 0
+    """Compactions recorded (`conv.compact`; issue 47), all epochs."""
+    rewinds: int = 0
+    """Rewinds recorded (`conv.rewind`; issue 47), all epochs."""
 
 
 __getattr__ = renamed(__name__, {"SessionInfo": "ConversationInfo"}, globals())
@@ -46,5 +50,5 @@ def conversation_info(state: Conversation) -> ConversationInfo:
         created_at=state.created_at, last_active_at=state.last_active_at,
         message_count=state.message_count - state.records, version=state.version,
         native_session_id=state.native_session_id, forgotten=state.forgotten,
-        resumed_at=state.resumed_at,
+        resumed_at=state.resumed_at, compactions=state.compactions, rewinds=state.rewinds,
     )

@@ -59,6 +59,7 @@ def test_the_model_reads_the_summary_and_the_log_keeps_everything(log: Any) -> N
     before = conv.view("agent", at=done.version - 1)
     assert not [e for e in before.entries if e.kind == "summary"]
     assert conv.summary().latest_summary == "summary #1 of 6"
+    assert (conv.info().compactions, conv.info().rewinds) == (1, 0)
     row = conv.timeline()[-1]
     assert row.type == "history_compacted" and "tokens_before=" in row.details
 

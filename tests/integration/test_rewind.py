@@ -55,6 +55,7 @@ def test_the_model_continues_from_the_rewind_point(log: Any) -> None:
     then = conv.view("agent", at=before)
     assert "a3" in [e.message_id for e in then.entries if e.kind == "message"]
     assert conv.timeline()[done.version - 1].type == "history_rewound"
+    assert (conv.info().compactions, conv.info().rewinds) == (0, 1)
 
 
 def test_a_pop_after_a_rewind_takes_the_rewind_point(log: Any) -> None:

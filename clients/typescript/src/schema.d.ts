@@ -868,6 +868,10 @@ export interface components {
             forgotten?: boolean;
             /** @default null */
             resumed_at?: string | null;
+            /** @default 0 */
+            compactions?: number;
+            /** @default 0 */
+            rewinds?: number;
         };
         /**
          * ConversationPart
