@@ -29,6 +29,7 @@ Also here:
 - `memory`: the memory endpoints and the context across a user's conversations.
 - `retention`: the retention policy of the store and of a conversation, and a run;
   `schedule`: `convlog serve` running it every `--retention-interval`.
+- `export`: a conversation in a format its importer reads back.
 - `__main__`: `python -m convlog.http` prints the OpenAPI document.
 
 May import: the facade (`import convlog`), the application services

@@ -23,7 +23,16 @@ from starlette.routing import Route
 
 import convlog
 from convlog.domain.errors import InvalidInput
-from convlog.http import analytics, compaction, conversations, memory, resume, retention, stream
+from convlog.http import (
+    analytics,
+    compaction,
+    conversations,
+    export,
+    memory,
+    resume,
+    retention,
+    stream,
+)
 from convlog.http.auth import Auth
 from convlog.http.endpoint import MAX_BATCH, Call, Endpoint, Server, json_response
 from convlog.http.guard import Guard
@@ -45,7 +54,7 @@ WAIT_STEPS, WAIT_STEP = 50, 0.1
 # Each endpoint names its own operationId (see Endpoint): the order here is free.
 ENDPOINTS: list[Endpoint] = [*conversations.ENDPOINTS, *resume.ENDPOINTS, *stream.ENDPOINTS,
                              *analytics.ENDPOINTS, *memory.ENDPOINTS,
-                             *compaction.ENDPOINTS, *retention.ENDPOINTS]
+                             *compaction.ENDPOINTS, *retention.ENDPOINTS, *export.ENDPOINTS]
 
 
 def _view(server: Server, endpoint: Endpoint) -> Any:

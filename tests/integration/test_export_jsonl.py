@@ -85,3 +85,36 @@ def test_one_key_to_stdout_and_usage_errors(tmp_path: Path,
         main(["export", "--db", db, "--format", "convlog-jsonl", "nobody", "-o",
               str(tmp_path / "x")])
     assert exited.value.code == 1 and not (tmp_path / "x").exists()
+
+
+def test_over_http_and_back(tmp_path: Path) -> None:
+    """GET .../export gives the same lines; POST .../events records them back."""
+    import httpx
+
+    from convlog.http.auth import Auth
+    from tests.httpserver import ADMIN_TOKEN, ALICE_TOKEN, served
+
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with convlog.open(f"sqlite:///{tmp_path / 'a.db'}") as log:
+        log.import_("claude-code", [FIXTURES / "claude-code"])
+        key = next(r.key for r in log.conversations(include_archived=True))
+        before = _messages(log, key)
+        with served(log, Auth(ADMIN_TOKEN, {"alice": ALICE_TOKEN})) as url:
+            got = httpx.get(f"{url}/v1/conversations/{quote(key, safe='')}/export",
+                            headers=auth).json()
+            assert got["format"] == "convlog-jsonl" and got["key"] == key
+            missing = httpx.get(f"{url}/v1/conversations/nobody/export", headers=auth)
+            assert missing.status_code == 404
+            hidden = httpx.get(f"{url}/v1/conversations/{quote(key, safe='')}/export",
+                               headers={"Authorization": f"Bearer {ALICE_TOKEN}"})
+            assert hidden.status_code == 404  # not alice's
+            bad = httpx.get(f"{url}/v1/conversations/{quote(key, safe='')}/export"
+                            "?format=docx", headers=auth)
+            assert bad.status_code == 422
+    with convlog.open(f"sqlite:///{tmp_path / 'b.db'}") as other:
+        with served(other, Auth(ADMIN_TOKEN)) as url:
+            events = [json.loads(line) for line in got["data"].splitlines()]
+            answer = httpx.post(f"{url}/v1/conversations/{quote(key, safe='')}/events",
+                                json={"events": events}, headers=auth)
+            assert answer.status_code in (200, 201), answer.text
+        assert _messages(other, key) == before

@@ -6,6 +6,7 @@ export const routes = {
   clearConversation: { method: "POST", path: "/v1/conversations/{key}/clear", stream: false },
   compact: { method: "POST", path: "/v1/conversations/{key}/compaction", stream: false },
   diffViews: { method: "GET", path: "/v1/conversations/{key}/diff", stream: false },
+  exportConversation: { method: "GET", path: "/v1/conversations/{key}/export", stream: false },
   followConversation: { method: "GET", path: "/v1/conversations/{key}/stream", stream: true },
   getCompactionPlan: { method: "GET", path: "/v1/conversations/{key}/compaction", stream: false },
   getContext: { method: "GET", path: "/v1/conversations/{key}/context", stream: false },
