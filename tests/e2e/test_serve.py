@@ -75,9 +75,13 @@ def test_schemathesis_finds_no_server_error_and_only_problem_documents(tmp_path:
         "response_headers_conformance", "response_schema_conformance",
         "negative_data_rejection", "missing_required_header", "unsupported_method",
         "problem_documents"])  # ours: tests/e2e/schemathesis_hooks.py
+    config = tmp_path / "schemathesis.toml"  # an event stream is read for its timeout
+    config.write_text('[[operations]]\ninclude-path = "/v1/conversations/{key}/stream"\n'
+                      'request-timeout = 2\n')  # in all, never ending: 2 s, not 30
     with spawn_serve(f"sqlite:///{tmp_path / 'c.db'}", tmp_path, env=TOKEN_ENV) as (url, _):
         done = subprocess.run(
-            [sys.executable, "-m", "schemathesis.cli", "run", url + "/openapi.json",
+            [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run",
+             url + "/openapi.json",
              "-H", f"Authorization: Bearer {ADMIN_TOKEN}", "--max-examples", "20",
              "--generation-deterministic", "--checks", checks,
              # a hang still fails; a loaded machine's first count (the vocabulary
