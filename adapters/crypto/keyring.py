@@ -24,12 +24,12 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from convlog.crypto import cipher
 from convlog.crypto.errors import MissingKey, NotEncrypted, UnknownDataKey, WrongKey
 from convlog.crypto.keys import ENV_KEY, ENV_KEY_FILE
+from convlog.domain.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -75,16 +75,19 @@ class KeyTable(Protocol):
     def has_events(self) -> bool: ...
 
 
-def now_text() -> str:
-    return datetime.now(UTC).isoformat()
+def now_text(clock: Clock) -> str:
+    """A key row's stamp, on the log's one clock (convlog.domain.clock)."""
+    return clock.now().isoformat()
 
 
 class Keyring:
     """The master key and the data keys it opens, for one store."""
 
     def __init__(self, table: KeyTable, master: bytes | None, store_id: str | None,
-                 where: str = "the store", check: bytes | None = None) -> None:
+                 where: str = "the store", check: bytes | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.table = table
+        self.clock = clock
         self._master = master
         self.store_id = store_id
         self.where = where
@@ -109,7 +112,7 @@ class Keyring:
 
     @classmethod
     def open(cls, table: KeyTable, master: bytes | None, where: str,
-             public_only: bool = False) -> Keyring:
+             public_only: bool = False, clock: Clock = SYSTEM_CLOCK) -> Keyring:
         """The key ring of the store at `where` (named in errors). An unencrypted store
         without a key stays unencrypted; a new, empty store given a key is encrypted
         from its first event; every other mismatch is one clear error, before any
@@ -119,31 +122,32 @@ class Keyring:
         check = _check_row(table.key_rows())
         if check is None:
             if master is None:
-                return cls(table, None, None)
+                return cls(table, None, None, clock=clock)
             if table.has_events():
                 raise NotEncrypted(
                     f"{where} holds unencrypted events and a key is set: run `convlog "
                     "keys enable` to encrypt the store (new and existing events), or "
                     f"unset {ENV_KEY}/{ENV_KEY_FILE} to use it unencrypted")
-            return cls.enable(table, master, where)
+            return cls.enable(table, master, where, clock)
         if master is None and public_only:  # counts and costs: no data key is opened
-            return cls(table, None, check.key_id, where, check.wrapped)
+            return cls(table, None, check.key_id, where, check.wrapped, clock)
         if master is None:
             raise MissingKey(f"{where} is encrypted (store {check.key_id}): set {ENV_KEY} or "
                              f"{ENV_KEY_FILE} to its master key")
         _require_opens(master, check, where)
-        return cls(table, master, check.key_id, where, check.wrapped)
+        return cls(table, master, check.key_id, where, check.wrapped, clock)
 
     @classmethod
-    def enable(cls, table: KeyTable, master: bytes, where: str) -> Keyring:
+    def enable(cls, table: KeyTable, master: bytes, where: str,
+               clock: Clock = SYSTEM_CLOCK) -> Keyring:
         """Make the store encrypted under `master` (kept if it already is, with it)."""
         store_id = uuid.uuid4().hex
         table.add_key(KeyRow(store_id, "check", ANONYMOUS, cipher.check_value(master, store_id),
-                             now_text()))
+                             now_text(clock)))
         check = _check_row(table.key_rows())
         assert check is not None
         _require_opens(master, check, where)  # another process may have enabled it first
-        return cls(table, master, check.key_id, where, check.wrapped)
+        return cls(table, master, check.key_id, where, check.wrapped, clock)
 
     # -------------------------------------------------------------- data keys
 
@@ -180,7 +184,7 @@ class Keyring:
         key_id = os.urandom(cipher.KEY_ID_BYTES).hex()
         wrapped = cipher.wrap(self._master, cipher.new_key(), store_id=self.store_id,
                               key_id=key_id, user=user)
-        self.table.add_key(KeyRow(key_id, "data", user, wrapped, now_text()))
+        self.table.add_key(KeyRow(key_id, "data", user, wrapped, now_text(self.clock)))
 
     def refresh(self, force: bool = False) -> None:
         """Take in other processes' forgets and rotations, at most once per
@@ -235,7 +239,7 @@ class Keyring:
     def forget(self, user: str) -> list[str]:
         """Destroy every data key of `user`; returns their ids."""
         with self._lock:
-            destroyed = self.table.destroy_keys(user, now_text())
+            destroyed = self.table.destroy_keys(user, now_text(self.clock))
             self._by_user.pop(user, None)
             for key_id in destroyed:
                 self._by_id[bytes.fromhex(key_id)] = None

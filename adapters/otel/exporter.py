@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
@@ -78,7 +78,8 @@ class Exporter:
         self.name = f"otel {destination}"
         self.report = Report(destination=destination)
         self.with_content, self.grace, self.page = with_content, grace, page
-        self.feed = EventFeed(application(log))
+        self.app = application(log)
+        self.feed = EventFeed(self.app)
 
     @property
     def position(self) -> int:
@@ -121,7 +122,7 @@ class Exporter:
         specs: list[SpanSpec] = []
         last, size = after, 0
         allowed: dict[str, bool] = {}
-        now = datetime.now(UTC)
+        now = self.app.clock.now()  # a turn's grace is on the clock that stamped it
         self.report.held = False
         read: dict[UUID, dict[int, object]] = {}  # the batch's events, for the turns
         for e in events:

@@ -140,7 +140,7 @@ class ConversationStore(Application[UUID]):
         reads in a row found nothing new (`_note_shared`)."""
         self._cache_lock = threading.Lock()
         try:
-            self.keyring = Keyring.open(self.keys, master_key, where, public_only)
+            self.keyring = Keyring.open(self.keys, master_key, where, public_only, self.clock)
         except BaseException:
             self.close()
             raise
@@ -155,7 +155,7 @@ class ConversationStore(Application[UUID]):
         every event stored from now on sealed (re-encrypting the events already stored
         is `convlog.services.privacy.enable`'s work). Nothing to do when encrypted."""
         if not self.keyring.enabled:
-            self.keyring = Keyring.enable(self.keys, master_key, self.where)
+            self.keyring = Keyring.enable(self.keys, master_key, self.where, self.clock)
             self._seal()
 
     def construct_recorder(self) -> ApplicationRecorder:

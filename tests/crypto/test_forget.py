@@ -143,3 +143,24 @@ def test_forget_after_keys_enable_erases_the_plaintext_written_before(
     assert found_in_files(tmp_path, bob) == []  # encrypted too, not erased
     with _open(tmp_path) as log:
         assert log.info("b1").title == canaries("bob")["title"]
+
+
+def test_key_rows_are_stamped_on_the_logs_clock(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 46 item 4: one clock stamps everything, the key table's rows too (when
+    the store was made encrypted, a data key made, a user's keys destroyed)."""
+    from datetime import UTC, datetime
+
+    from tests.clock import ManualClock
+
+    use_key(monkeypatch)
+    clock = ManualClock(datetime(2031, 5, 1, 9, tzinfo=UTC))
+    with convlog.ConversationLog.with_options(f"sqlite:///{tmp_path / 'k.db'}",
+                                              convlog.LogOptions(), clock=clock) as log:
+        log.conversation("k", user="alice").append(convlog.user("hello"))
+        clock.advance(3600)
+        log.forget(user="alice")
+        rows = application(log).store.keys.key_rows()
+    stamps = {(r.kind, r.user): (r.created_at[:13], (r.destroyed_at or "")[:13]) for r in rows}
+    assert stamps[("data", "alice")] == ("2031-05-01T09", "2031-05-01T10")
+    assert {created for created, _ in stamps.values()} == {"2031-05-01T09"}

@@ -329,3 +329,24 @@ def test_imported_conversations_are_one_span_per_turn(tmp_path: Path,
         keys = [r.key for r in log.conversations()]
         assert len(keys) >= 6
         assert all(check_tree(log, key, receiver.spans) for key in keys)
+
+
+def test_the_grace_of_a_turn_left_open_is_on_the_logs_clock(
+        sqlite_url: str, tmp_path: Path, receiver: Receiver) -> None:
+    """Issue 46 item 4: what expires reads the log's one clock. A turn left open, its
+    events stamped by a clock ahead of the machine's, waits its grace on that clock and
+    goes once the clock has moved past it (the machine's clock would hold it for years)."""
+    from datetime import UTC, datetime
+
+    from tests.clock import ManualClock
+
+    clock = ManualClock(datetime(2031, 5, 1, 9, tzinfo=UTC))
+    with convlog.ConversationLog.with_options(
+            sqlite_url, convlog.LogOptions(preload_tokenizer=False), clock=clock) as log:
+        log.conversation(KEY, agent="copilot").append_turn([
+            convlog.user("Run the slow tool", id="u1"),
+            convlog.assistant("", id="a1", tool_calls=[convlog.ToolCall(id="c1", name="slow")])])
+        assert exporter(log, tmp_path, grace=60.0).run().held
+        clock.advance(61)
+        report = exporter(log, tmp_path, grace=60.0).run()
+    assert not report.held and report.spans == 3
