@@ -315,7 +315,10 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
                                timeout=pool.lock_timeout or 5)
         mode = use_wal(conn, pool.lock_timeout or DEFAULT_LOCK_TIMEOUT)
         conn.execute("PRAGMA secure_delete=ON")  # erased bytes are zeroed (sqlite_keys)
-        conn.execute(f"PRAGMA synchronous={getattr(pool, 'synchronous', 'normal')}")
+        # convlog's Factory always installs a _TunedPool; a datastore built by hand (as
+        # eventsourcing's own recorder test cases build one) has the library's pool
+        sync = pool.synchronous if isinstance(pool, _TunedPool) else "normal"
+        conn.execute(f"PRAGMA synchronous={sync}")
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_HARD_LIMIT_PAGES}")
         if mode == "wal":  # checkpoints exist only in WAL mode
             self._checkpointer = Checkpointer(pool.db_name, pool.lock_timeout or 5)

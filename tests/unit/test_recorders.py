@@ -74,3 +74,28 @@ def test_what_the_memory_recorder_uses_of_eventsourcing_that_is_not_public() -> 
         "self", "stored_events", "kwargs"]
     assert "self._insert_events(" in inspect.getsource(POPOApplicationRecorder.insert_events)
     assert hasattr(POPOApplicationRecorder(), "_database_lock")
+
+
+def test_what_the_postgresql_store_uses_of_eventsourcing_and_psycopg_pool_that_is_not_public(
+        ) -> None:
+    """convlog.storage.postgres_pool adopts its subclass of the datastore that
+    eventsourcing's factory builds inline (`datastore.__class__ = ...`: 9.5 has no
+    hook to choose the class), which is sound only while the subclass adds methods and
+    no state; and it sets psycopg_pool's `reconnect_timeout` on a pool already built
+    (read by each reconnection attempt). Pinned, like the SQLite ones: an upgrade of
+    either fails here first."""
+    import inspect
+    from importlib.metadata import version
+
+    import psycopg_pool
+    from eventsourcing.postgres import PostgresDatastore, PostgresFactory
+
+    from convlog.storage.postgres_pool import OutageAwareDatastore
+
+    assert version("eventsourcing").startswith("9.5.")
+    assert version("psycopg-pool").startswith("3.")
+    assert "self.datastore = PostgresDatastore(" in inspect.getsource(PostgresFactory.__init__)
+    assert OutageAwareDatastore.__mro__[1] is PostgresDatastore
+    assert set(OutageAwareDatastore.__dict__) == {"__module__", "__doc__", "get_connection"}
+    source = inspect.getsource(psycopg_pool.ConnectionPool)
+    assert "AttemptWithBackoff(timeout=self.reconnect_timeout)" in source
