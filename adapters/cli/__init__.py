@@ -8,9 +8,9 @@ own), terminal and JSON output (`render`), and the scripted demo (`demo`, run by
 
 Also here:
 - `acp`, `serve`, `watch`, `otel`, `importing`, `keys`, `pages`, `views`, `retention`,
-  `compact`: one module per command family (`convlog acp`, `serve`, `watch`,
+  `compact`, `copying`: one module per command family (`convlog acp`, `serve`, `watch`,
   `export --otel`, `import`, `keys`/`forget`, `html`/`report`, `replay`/`diff`,
-  `retention`/`expire`/`info`, `compact`/`rewind`).
+  `retention`/`expire`/`info`, `compact`/`rewind`, `copy`).
 - `failures`: how a failed command says so (exit status, one line or one JSON document).
 - `demo_acp`: `make demo-acp`, the restart story over ACP.
 

@@ -16,6 +16,7 @@ from convlog.cli import (
     arguments,
     commands,
     compact,
+    copying,
     importing,
     keys,
     pages,
@@ -137,6 +138,9 @@ COMMANDS: tuple[Command, ...] = (
             serve.add_arguments, run_app=serve.cmd_serve, creates_database=True,
             prints_data=False,
             check=serve.check),
+    Command("copy", "copy every event of a store into another (SQLite <-> PostgreSQL, "
+                    "into an encrypted store), resumable, verified by a digest",
+            copying.arguments, run_on_url=copying.run),
     Command("keys", "encryption at rest: generate a key, show status, encrypt a store "
                     "(enable), rotate the master key",
             keys.keys_arguments, run_on_url=keys.run_keys),

@@ -23,6 +23,7 @@ Also here:
 - `privacy`: erasure and key management on an open log; `redacting`: the `redact=` hook.
 - `retention`: the retention policy set, read and carried out (archive, erase).
 - `export_jsonl`: a conversation as `convlog record` lines (`convlog export --format`).
+- `copy_store`: a whole store copied into another, resumable, verified (`convlog copy`).
 - `importing`: an importer's contract; `import_run`: the import driver (a conversation,
   one batch); `import_usage`: tokens and USD of an import.
 - `requests`: a request's idempotency key carried into its write.

@@ -48,6 +48,11 @@ class POPOConvlogRecorder(POPOApplicationRecorder, MemoryTokenCounts, PortableRo
         with self._database_lock:
             return {m for m in message_ids if (conversation, m) in self._message_ids}
 
+    def index_entries(self, conversation: UUID) -> list[str]:
+        """See SQLiteConvlogRecorder.index_entries."""
+        with self._database_lock:
+            return sorted(m for c, m in self._message_ids if c == conversation)
+
     def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]:
         """See SQLiteConvlogRecorder.select_raw."""
         return [(n.id, UUID(str(n.originator_id)).hex, n.originator_version, n.topic,
@@ -124,6 +129,11 @@ class POPOConvlogRecorder(POPOApplicationRecorder, MemoryTokenCounts, PortableRo
     def keep_answer(self, scope: str, found: Answer, now: float) -> Answer:
         with self._database_lock:
             return self._answers.setdefault(scope, found)
+
+    def answer_rows(self) -> list[tuple[str, Answer, float]]:
+        """See convlog.storage.requests (no times kept: 0.0 each)."""
+        with self._database_lock:
+            return [(scope, answer, 0.0) for scope, answer in self._answers.items()]
 
     def drop_answers(self) -> None:
         with self._database_lock:

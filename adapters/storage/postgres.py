@@ -219,6 +219,15 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
             curs.execute(self._select_ids, (conversation, list(message_ids)))
             return {row["message_id"] for row in curs.fetchall()}
 
+    def index_entries(self, conversation: UUID) -> list[str]:
+        """See convlog.storage.sqlite.SQLiteConvlogRecorder.index_entries."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT message_id FROM {schema}.{index} WHERE "
+                             "conversation_id = %s ORDER BY message_id").format(
+                schema=Identifier(self.datastore.schema),
+                index=Identifier(self.index_table)), (conversation,))
+            return [row["message_id"] for row in curs.fetchall()]
+
     def select_raw(self, after: int, limit: int) -> list[tuple[int, str, int, str, str]]:
         """See convlog.storage.sqlite.SQLiteConvlogRecorder.select_raw. The database
         being away is StorageUnavailable (the views' follower waits it out)."""

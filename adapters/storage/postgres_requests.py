@@ -50,6 +50,15 @@ class PostgresRequestTable:
             row = curs.fetchone()
         return Answer(row["fingerprint"], row["status"], bytes(row["answer"]))
 
+    def answer_rows(self) -> list[tuple[str, Answer, float]]:
+        """See convlog.storage.requests.SQLiteRequestTable.answer_rows."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT scope, fingerprint, status, answer, created_at "
+                             "FROM {s}.{t} ORDER BY created_at, scope").format(**self._names()))
+            rows = curs.fetchall()
+        return [(r["scope"], Answer(r["fingerprint"], r["status"], bytes(r["answer"])),
+                 float(r["created_at"])) for r in rows]
+
     def drop_answers(self) -> None:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(SQL("DELETE FROM {s}.{t}").format(**self._names()))

@@ -58,6 +58,17 @@ class SQLiteRequestTable:
                                "WHERE scope = ?", [scope]).fetchone()
         return Answer(str(row[0]), int(row[1]), bytes(row[2]))
 
+    def answer_rows(self) -> list[tuple[str, Answer, float]]:
+        """Every kept answer as stored (sealed in an encrypted store), with its time,
+        oldest first: what `convlog copy` carries to another store."""
+        with self._write_tx(begin=False) as conn:
+            for statement in SQLITE_DDL:
+                conn.execute(statement)
+            rows = conn.execute(f"SELECT scope, fingerprint, status, answer, created_at "
+                                f"FROM {ANSWERS_TABLE} ORDER BY created_at, scope").fetchall()
+        return [(str(r[0]), Answer(str(r[1]), int(r[2]), bytes(r[3])), float(r[4]))
+                for r in rows]
+
     def drop_answers(self) -> None:
         with self._write_tx() as conn:
             conn.execute(f"DELETE FROM {ANSWERS_TABLE}")

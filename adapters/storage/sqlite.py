@@ -405,6 +405,13 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
                 known.update(row[0] for row in c.fetchall())
         return known
 
+    def index_entries(self, conversation: UUID) -> list[str]:
+        """Every entry of the conversation's message-id index (its messages' ids and
+        the marks of keyed requests): what `convlog copy` carries to another store."""
+        return [str(row[0]) for row in self._rows(
+            f"SELECT message_id FROM {self.index_table} WHERE stream = "
+            f"({self._stream_number}) ORDER BY message_id", [conversation.hex])]
+
     def select_events(
         self,
         originator_id: UUID | str,

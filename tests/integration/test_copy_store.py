@@ -1,0 +1,197 @@
+"""`convlog copy --from URL --to URL` (issue 48 item 3): every event, at its stream,
+version and place in the global order; the message-id index (with keyed requests'
+marks) and the kept answers; into an encrypted store sealed there; resumable after a
+SIGKILL at any batch; verified by a count and a digest; refused when unsound."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+
+import convlog
+from convlog.cli.main import main
+from convlog.crypto.keys import generate_key
+from convlog.services.copy_store import CopyRefused, copy, digest_of
+from convlog.services.log import application
+from tests.httpserver import served
+
+TURN = {"messages": [{"type": "message", "role": "user", "content": "secret-question"},
+                     {"type": "message", "role": "assistant", "content": "an answer"}]}
+
+
+def _seed(url: str, conversations: int = 6, turns: int = 4) -> dict[str, Any]:
+    """A store written the way hosts write it: turns interleaved across
+    conversations (so runs are short), lifecycle events, and two keyed HTTP requests
+    (their marks in the index, their answers kept). Returns the first answers."""
+    with convlog.open(url) as log:
+        for turn in range(turns):
+            for i in range(conversations):
+                conv = log.conversation(f"c:{i}", user=f"u{i % 3}", agent="bot")
+                conv.append_turn([convlog.user(f"q{i}.{turn}", id=f"m{i}.{turn}.q"),
+                                  convlog.assistant(f"a{i}.{turn}", model="gpt-4o",
+                                                    usage=convlog.Usage(input_tokens=5,
+                                                                        output_tokens=2))])
+        log.conversation("c:1").archive(reason="done")
+        with served(log) as base, httpx.Client(base_url=base, timeout=10) as http:
+            first = http.post("/v1/conversations/h/turns", json=TURN,
+                              headers={"Idempotency-Key": "req-1"})
+            archived = http.post("/v1/conversations/h/archive", json={},
+                                 headers={"Idempotency-Key": "arch-1"})
+            assert first.status_code == 200 and archived.status_code == 200
+            return {"req-1": first.json(), "arch-1": archived.json()}
+
+
+def _reads(url: str) -> dict[str, Any]:
+    """What a host reads back: conversations, messages, contexts, states."""
+    with convlog.open(url) as log:
+        keys = [f"c:{i}" for i in range(6)] + ["h"]
+        return {key: {
+            "messages": [(m.message_id, m.role, m.content, m.model, m.created_at)
+                         for m in log.conversation(key).messages()],
+            "context": log.conversation(key).context(
+                budget=convlog.Budget(tokens=10_000)).text,
+            "state": msgspec.json.encode(log.conversation(key).state),
+        } for key in keys}
+
+
+def _replays(url: str, answers: dict[str, Any]) -> None:
+    """The keyed requests sent again to the copy are answered with the kept answers,
+    and record nothing again."""
+    with convlog.open(url) as log, served(log) as base, \
+            httpx.Client(base_url=base, timeout=10) as http:
+        before = len(log.conversation("h").messages())
+        retry = http.post("/v1/conversations/h/turns", json=TURN,
+                          headers={"Idempotency-Key": "req-1"})
+        assert retry.headers.get("idempotent-replayed") == "true"
+        assert retry.json() == answers["req-1"]
+        again = http.post("/v1/conversations/h/archive", json={},
+                          headers={"Idempotency-Key": "arch-1"})
+        assert again.json() == answers["arch-1"]
+        assert len(log.conversation("h").messages()) == before
+
+
+def _digest(url: str) -> tuple[int, str]:
+    with convlog.open(url) as log:
+        return digest_of(application(log).store)
+
+
+def _positions(url: str) -> list[tuple[str, int]]:
+    """(stream, version) of every event in the store's global order."""
+    with convlog.open(url) as log:
+        return [(r[1], r[2]) for r in application(log).store.index.select_raw(0, 10**6)]
+
+
+def test_sqlite_to_postgresql_and_back(tmp_path: Path, pg_url: str) -> None:
+    source, back = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    answers = _seed(source)
+    to_pg = copy(source, pg_url, batch=7)
+    assert to_pg.copied == to_pg.events == len(_positions(source)) and not to_pg.encrypted
+    assert to_pg.answers == 2
+    to_sqlite = copy(pg_url, back, batch=1000)
+    assert to_sqlite.digest == to_pg.digest == _digest(source)[1]
+    expected = _reads(source)
+    assert _reads(pg_url) == expected and _reads(back) == expected
+    assert _positions(pg_url) == _positions(back) == _positions(source)  # the global order
+    _replays(pg_url, answers)
+    _replays(back, answers)
+
+
+def test_the_views_of_the_copy_rebuild_from_it(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    source, dest = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    _seed(source)
+    assert main(["copy", "--from", source, "--to", dest, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["events"] == report["copied"] and report["already"] == 0
+    for url in (source, dest):
+        assert main(["--db", url, "sql", "SELECT * FROM sessions ORDER BY key",
+                     "--json"]) == 0
+    original, copied = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert copied == original and len(copied) == 7
+
+
+def test_plain_to_encrypted_seals_with_the_destinations_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source, dest = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'enc.db'}"
+    answers = _seed(source)
+    expected, (_, digest) = _reads(source), _digest(source)
+    monkeypatch.setenv("CONVLOG_KEY", generate_key())  # the destination's key
+    report = copy(source, dest, batch=5)
+    assert report.encrypted and report.digest == digest
+    assert _reads(dest) == expected
+    _replays(dest, answers)
+    with convlog.open(dest) as log:
+        application(log).store.index.erase(vacuum=True)  # the WAL into the file
+    for path in tmp_path.glob("enc.db*"):
+        data = path.read_bytes()
+        assert b"secret-question" not in data and b"q3.2" not in data, path
+    monkeypatch.delenv("CONVLOG_KEY")  # without the key, the copy does not open
+    with pytest.raises(convlog.ConvlogError, match="encrypted"):
+        convlog.open(dest).close()
+
+
+def test_unsound_copies_are_refused_before_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source, other = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'o.db'}"
+    _seed(source, conversations=2, turns=1)
+    with convlog.open(other) as log:
+        log.conversation("c:0", user="u0", agent="bot").append(convlog.user("else"))
+    before = _digest(other)
+    with pytest.raises(CopyRefused, match="not a copy of"):
+        copy(source, other)
+    assert _digest(other) == before
+    with pytest.raises(CopyRefused, match="the source store itself"):
+        copy(source, source)
+    monkeypatch.setenv("CONVLOG_KEY", generate_key())
+    encrypted = f"sqlite:///{tmp_path / 'e.db'}"
+    copy(source, encrypted)
+    monkeypatch.delenv("CONVLOG_KEY")
+    with pytest.raises(CopyRefused, match="encrypted"):
+        copy(encrypted, f"sqlite:///{tmp_path / 'x.db'}")
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_killed_at_random_batches_and_resumed_to_an_identical_digest(
+        tmp_path: Path, pg_url: str) -> None:
+    """A real `convlog copy --batch 3` is SIGKILLed after a random number of its
+    progress lines, three times, then run to the end: the destination is the source,
+    no event twice, the same digest. Driven by progress output, never by time."""
+    source = f"sqlite:///{tmp_path / 'a.db'}"
+    answers = _seed(source)
+    total, digest = _digest(source)
+    rng = random.Random(48)
+    command = [sys.executable, "-m", "convlog", "copy", "--from", source, "--to", pg_url,
+               "--batch", "3"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVLOG_KEY")}
+    seen = 0
+    for _ in range(3):
+        proc = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                text=True, env=env)
+        assert proc.stderr is not None
+        kill_after, lines = rng.randint(1, 6), 0
+        for line in proc.stderr:
+            assert line.startswith("copied "), line
+            copied = int(line.split()[1])
+            assert copied > seen  # each run continues: nothing copied again
+            seen, lines = copied, lines + 1
+            if lines == kill_after:
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL
+        assert _positions(pg_url) == _positions(source)[:len(_positions(pg_url))]
+    finished = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    assert f"{total} events in each store, digest sha256:{digest}" in finished.stdout
+    assert "were there from a previous run" in finished.stdout
+    assert _positions(pg_url) == _positions(source) and _digest(pg_url) == (total, digest)
+    _replays(pg_url, answers)
