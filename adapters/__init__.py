@@ -84,6 +84,7 @@ from convlog.projections.view_diff import MissingMessage, ViewDiff
 from convlog.services.builders import assistant, tool, user
 from convlog.services.compaction import Compaction, CompactionPlan
 from convlog.services.context import Context
+from convlog.services.fork import Forked
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import ImportProgress, ImportSummary
 from convlog.services.importing import ImportedConversation, Importer, ImportFailed, ImportFailure
@@ -231,6 +232,7 @@ __all__ = [
     "CostRow",
     "EncryptionKeyError",
     "ForgetResult",
+    "Forked",
     "ImagePart",
     "ImportFailed",
     "ImportFailure",

@@ -34,6 +34,7 @@ from convlog.domain.events import (
     ConversationCleared,
     ConversationDeleted,
     ConversationErased,
+    ConversationForked,
     ConversationReactivated,
     ConversationStarted,
     Event,
@@ -187,6 +188,13 @@ class Conversation(msgspec.Struct, kw_only=True):
     """Messages (records excluded) recorded before that erasure."""
     erasures: int = 0
     """How many times it was erased: the number of its current data key epoch."""
+    parent: str | None = None
+    """The key of the conversation this one was forked from (None: not a fork)."""
+    fork_at: str | None = None
+    """The parent's message it was forked at (ConversationForked.at_message_id)."""
+    fork_version: int = 0
+    """The parent's log position of that message: the fork's history is the parent's
+    events up to it, then its own (which start after it)."""
     cap_noted: str | None = None
     """The cap whose first refusal was recorded (``messages:100``), so a host that
     keeps retrying records it once."""
@@ -219,6 +227,22 @@ class Conversation(msgspec.Struct, kw_only=True):
 # --------------------------------------------------------------------------- fold
 
 
+def _forked(state: Conversation, e: ConversationForked) -> None:
+    """The fork's state after its first event: at the parent's position, with the
+    parent's counters at the fork (its history up to there is the parent's)."""
+    state.version = state.activity_version = e.at_version + 1
+    state.parent, state.fork_at, state.fork_version = e.parent_key, e.at_message_id, \
+        e.at_version
+    state.message_count, state.records, state.turns = \
+        e.base_message_count, e.base_records, e.base_turns
+    state.epoch, state.epoch_start_version = e.base_epoch, e.base_epoch_start_version
+    state.epoch_start_message_count = e.base_epoch_start_message_count
+    state.summary_version = e.base_summary_version
+    state.compacted_version, state.compacted_to = e.base_compacted_version, \
+        e.base_compacted_to
+    state.compactions, state.rewinds = e.base_compactions, e.base_rewinds
+
+
 def evolve(state: Conversation, event: Event) -> None:
     """Apply one recorded event to the state, in place. Total: unknown events only
     advance the version, so a newer writer's event types never break an older reader."""
@@ -232,6 +256,8 @@ def evolve(state: Conversation, event: Event) -> None:
         state.created_at = event.at
         state.user, state.agent, state.channel = event.user, event.agent, event.channel
         state.title, state.workspace = event.title, event.workspace
+        if isinstance(event, ConversationForked):
+            _forked(state, event)
     elif isinstance(event, MessageAppended):
         state.message_count += 1
         if event.role == "user":
@@ -421,6 +447,14 @@ class Compact(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+class Fork(msgspec.Struct, frozen=True, kw_only=True):
+    """Start this (new) conversation as a fork: `event` (ConversationForked) was
+    built by the service from the parent's state at the fork point. Refused when the
+    key is taken (InvalidInput naming `key`), decided inside the write."""
+
+    event: ConversationForked
+
+
 class Rewind(msgspec.Struct, frozen=True, kw_only=True):
     """Record a rewind (HistoryRewound) to message `to_message_id`, which the service
     found at `to_version` with `abandoned` live messages after it (the state holds no
@@ -509,7 +543,7 @@ if TYPE_CHECKING:
 Command = (
     StartConversation | AppendMessages | BindNativeSession | Archive | Reactivate | Clear
     | RecordFact | RequireUser | InjectMemory | Forget | Retract | SetMemoryPolicy
-    | SetRetentionPolicy | Expire | NoteCapReached | Compact | Rewind
+    | SetRetentionPolicy | Expire | NoteCapReached | Compact | Rewind | Fork
 )
 
 
@@ -532,6 +566,11 @@ def decide(state: Conversation, command: Command, now: datetime) -> list[Event]:
         if not state.started or state.user != command.user:
             raise UnknownConversation(state.key)
         return []
+    if isinstance(command, Fork):
+        if state.started:
+            raise InvalidInput(f"a conversation already exists under {state.key!r}: a "
+                               "fork needs a new key", field="key")
+        return [msgspec.structs.replace(command.event, key=state.key, at=now)]
     if isinstance(command, StartConversation):
         if state.started and command.user is not None and command.user != state.user:
             # Dropping it would misfile the user's text: it would be sealed under another

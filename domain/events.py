@@ -61,6 +61,30 @@ class ConversationStarted(Event, tag="session_started", frozen=True):
     metadata: dict[str, Any] = {}
 
 
+class ConversationForked(ConversationStarted, tag="conversation_forked", frozen=True):
+    """A conversation began as a fork of `parent_key` at its message `at_message_id`
+    (log position `at_version`): its history is the parent's events 1..`at_version`,
+    by reference (never copied), then its own, which start at `at_version + 1`. A
+    `session_started` in all but name (every reader that finds where a conversation
+    began finds this). The `base_*` fields are the parent's counters at the fork, so
+    the fork's state is whole without reading the parent (issue 47)."""
+
+    parent_key: str = ""
+    at_message_id: str = ""
+    at_version: int = 0
+    base_message_count: int = 0
+    base_records: int = 0
+    base_turns: int = 0
+    base_epoch: int = 0
+    base_epoch_start_version: int = 0
+    base_epoch_start_message_count: int = 0
+    base_summary_version: int = 0
+    base_compacted_version: int = 0
+    base_compacted_to: int = 0
+    base_compactions: int = 0
+    base_rewinds: int = 0
+
+
 class MessageAppended(Event, tag="message_appended", frozen=True):
     """One message as the user or the agent saw it. Never a system prompt."""
 
@@ -406,6 +430,7 @@ AnyEvent = (
     | RetentionCapReached
     | HistoryCompacted
     | HistoryRewound
+    | ConversationForked
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)

@@ -36,8 +36,13 @@ class ConversationFacts(msgspec.Struct, frozen=True, kw_only=True):
     created_at: datetime | None
     last_active_at: datetime | None
     message_count: int
+    parent: str | None = None
+    """The conversation it was forked from (`conv.fork`; None: not a fork)."""
+    fork_at: str | None = None
+    """The parent's message it was forked at."""
 
-_STARTED = "FILTER (WHERE topic = 'session_started')"
+_STARTED = "FILTER (WHERE topic IN ('session_started', 'conversation_forked'))"
+_FORKED = "FILTER (WHERE topic = 'conversation_forked')"
 
 RECORD_SQL = """(e.record IS NOT NULL OR (
     e.raw IS NOT NULL AND e.role = 'assistant' AND COALESCE(len(e.content) = 0, FALSE)
@@ -83,20 +88,23 @@ SESSIONS = Table(
         Column("version", "BIGINT", "max"),
         Column("native_session_id", "VARCHAR", "last"),
         Column("forgotten", "BOOLEAN", "any"),
+        Column("parent", "VARCHAR", "first"),
+        Column("fork_at", "VARCHAR", "first"),
     ),
     select=f"""
         SELECT conversation_id,
                max(e.key) {_STARTED}, max(e.user) {_STARTED}, max(e.agent) {_STARTED},
                max(e.channel) {_STARTED},
                arg_max(e.title, version) FILTER (WHERE topic IN ('session_started',
-                   'title_changed') AND e.title IS NOT NULL),
+                   'conversation_forked', 'title_changed') AND e.title IS NOT NULL),
                max(e.workspace) {_STARTED},
                max(COALESCE(e.metadata.client, e.channel)) {_STARTED},
                arg_max(CASE WHEN topic IN ('session_archived', 'conversation_erased')
                                 THEN 'archived'
                                 WHEN topic = 'conversation_deleted' THEN 'deleted'
                                 ELSE 'active' END,
-                       version) FILTER (WHERE topic IN ('session_started', 'session_archived',
+                       version) FILTER (WHERE topic IN ('session_started',
+                       'conversation_forked', 'session_archived',
                        'session_reactivated', 'conversation_deleted', 'conversation_erased')),
                min("at") {_STARTED},
                max("at"),
@@ -107,7 +115,8 @@ SESSIONS = Table(
                max(version),
                arg_max(e.native_session_id, version)
                    FILTER (WHERE topic = 'native_session_bound'),
-               bool_or(topic = 'user_forgotten')
+               bool_or(topic = 'user_forgotten'),
+               max(e.parent_key) {_FORKED}, max(e.at_message_id) {_FORKED}
         FROM batch GROUP BY conversation_id""",
     doc="one row per conversation: who, where, status, activity, message and token counts",
 )
@@ -115,4 +124,5 @@ SESSIONS = Table(
 CATALOG = View("catalog", (SESSIONS,), fields={
     "key": "VARCHAR", "user": "VARCHAR", "agent": "VARCHAR", "channel": "VARCHAR",
     "title": "VARCHAR", "workspace": "VARCHAR", "tokens": "BIGINT",
-    "native_session_id": "VARCHAR", "metadata": {"client": "VARCHAR"}, **RECORD_FIELDS})
+    "native_session_id": "VARCHAR", "metadata": {"client": "VARCHAR"},
+    "parent_key": "VARCHAR", "at_message_id": "VARCHAR", **RECORD_FIELDS})

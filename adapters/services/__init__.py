@@ -18,6 +18,8 @@ Also here:
 - `items`: the live history (current epoch, not retracted) an SDK store hands back.
 - `compaction`: a compaction (the range, the host's summary, its record).
 - `rewind`: a rewind (back to a message, for the model).
+- `fork`: a fork (a new conversation continuing a parent's history after a message,
+  by reference).
 - `memory`: memory blocks: inject (decided inside the write), cooldown, live blocks.
 - `summary`: one conversation at a glance, without building a context.
 - `privacy`: erasure and key management on an open log; `redacting`: the `redact=` hook.

@@ -27,6 +27,7 @@ from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
 from convlog.services.compaction import Compaction, CompactionPlan, compact_async
 from convlog.services.context import AsyncSummarizer, Context, Summarizer
+from convlog.services.fork import Forked
 from convlog.services.import_run import ImportSummary, ProgressCallback
 from convlog.services.importing import Importer
 from convlog.services.items import Kept, RawEntry, RawItem, RawJson, Summarized
@@ -130,6 +131,14 @@ class AsyncConversationLog:
     async def rewind(self, key: str, to: str, *, reason: str | None = None
                      ) -> Rewound | None:
         return await asyncio.to_thread(self.sync.rewind, key, to, reason=reason)
+
+    async def fork(self, key: str, *, at: str, new_key: str, user: str | None = None,
+                   agent: str | None = None, channel: str | None = None,
+                   title: str | None = None, metadata: dict[str, Any] | None = None
+                   ) -> Forked:
+        return await asyncio.to_thread(self.sync.fork, key, at=at, new_key=new_key,
+                                       user=user, agent=agent, channel=channel,
+                                       title=title, metadata=metadata)
 
     async def compaction_plan(self, key: str, *, keep_last: int = 10) -> CompactionPlan:
         return await asyncio.to_thread(self.sync.compaction_plan, key, keep_last=keep_last)
@@ -343,6 +352,14 @@ class AsyncConversationHandle:
 
     async def rewind(self, to: str, *, reason: str | None = None) -> Rewound | None:
         return await self.log.rewind(self.key, to, reason=reason)
+
+    async def fork(self, *, at: str, key: str, user: str | None = None,
+                   agent: str | None = None, channel: str | None = None,
+                   title: str | None = None, metadata: dict[str, Any] | None = None
+                   ) -> Forked:
+        """See `ConversationHandle.fork`."""
+        return await self.log.fork(self.key, at=at, new_key=key, user=user, agent=agent,
+                                   channel=channel, title=title, metadata=metadata)
 
     async def compaction_plan(self, *, keep_last: int = 10) -> CompactionPlan:
         return await self.log.compaction_plan(self.key, keep_last=keep_last)

@@ -78,11 +78,11 @@ class EventFeed:
             if isinstance(event, ConversationStarted):
                 found = event
             else:
-                first = self._store.recorded(stream, upto=1)
-                if not first or not isinstance(first[0].event, ConversationStarted):
+                first = self._store.first_event(stream)  # its own, not a fork's parent's
+                if not isinstance(first, ConversationStarted):
                     raise CorruptEvent(stream, 1, "session_started",
                                        "the conversation has no session_started")
-                found = first[0].event
+                found = first
             self._starts[stream] = found
             if len(self._starts) > KEY_CACHE:
                 self._starts.popitem(last=False)

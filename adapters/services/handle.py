@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from convlog.domain.conversation import Conversation, check_key
 from convlog.domain.events import MessageAppended, Recorded
@@ -21,6 +21,7 @@ from convlog.projections.transcript import TranscriptLine
 from convlog.projections.view_diff import ViewDiff
 from convlog.services.compaction import Compaction, CompactionPlan
 from convlog.services.context import Context, Summarizer
+from convlog.services.fork import Forked
 from convlog.services.memory import MemoryBlock
 from convlog.services.resume.run import ResumeOutcome, Tier
 from convlog.services.retention import RetentionInForce
@@ -76,6 +77,14 @@ class ConversationHandle:
     def rewind(self, to: str, *, reason: str | None = None) -> Rewound | None:
         """Back to message `to`, for the model (see `ConversationLog.rewind`)."""
         return self.log.rewind(self.key, to, reason=reason)
+
+    def fork(self, *, at: str, key: str, user: str | None = None, agent: str | None = None,
+             channel: str | None = None, title: str | None = None,
+             metadata: dict[str, Any] | None = None) -> Forked:
+        """Record a new conversation `key` continuing this one's history after message
+        `at`, by reference (see `ConversationLog.fork`); this one is unaffected."""
+        return self.log.fork(self.key, at=at, new_key=key, user=user, agent=agent,
+                             channel=channel, title=title, metadata=metadata)
 
     def compaction_plan(self, *, keep_last: int = 10) -> CompactionPlan:
         return self.log.compaction_plan(self.key, keep_last=keep_last)

@@ -49,6 +49,7 @@ from convlog.services.application import Application, bootstrap
 from convlog.services.catalog import CatalogQueries
 from convlog.services.compaction import Compaction, CompactionPlan, compact, public_plan
 from convlog.services.context import Context, Summarizer
+from convlog.services.fork import Forked, fork
 from convlog.services.handle import ConversationHandle
 from convlog.services.import_run import ImportSummary, ProgressCallback
 from convlog.services.importing import Importer
@@ -251,6 +252,24 @@ class ConversationLog(CatalogQueries):
         rewind shows them as they were. None when nothing comes after `to`. A rewind
         never goes back past a clear or a compaction (InvalidInput naming `to`)."""
         return rewind(self._app.writer, check_key(key), to, reason)
+
+    def fork(self, key: str, *, at: str, new_key: str, user: str | None = None,
+             agent: str | None = None, channel: str | None = None,
+             title: str | None = None, metadata: dict[str, Any] | None = None
+             ) -> Forked:
+        """Fork `key` at its message `at` into the new conversation `new_key`, and
+        return it: its history is `key`'s up to and including `at`, by reference (its
+        first event, `conversation_forked`, names the parent and the position; every
+        read assembles the parent's prefix, then the fork's own events), and appends
+        continue after it. The parent is unaffected. Same user, agent, channel and
+        title as the parent unless given; the fork's owner is the parent's user
+        unless the host passes `user=`. Refused: an unknown `at` (InvalidInput naming
+        `at`), an archived parent (naming `key`), a forgotten one
+        (ConversationForgotten), a `new_key` already taken (naming `key`).
+        `log.get(forked.key)` is the new conversation."""
+        return fork(self._app.writer, key, at, new_key, user=user, agent=agent,
+                    channel=channel, title=title, metadata=metadata,
+                    owner_given=user is not None)
 
     def compaction_plan(self, key: str, *, keep_last: int = 10) -> CompactionPlan:
         """What `compact(key, ..., keep_last=...)` would replace now: the messages to

@@ -112,7 +112,7 @@ def enable(writer: Writer, master: bytes,
             plain = []
             for row in rows:
                 event = codec.decode(row)
-                if row.originator_version == 1:
+                if row is rows[0]:  # its start (a fork's starts after its parent's position)
                     user = getattr(event, "user", None)
                 if sealed_at(row.state) < 0:
                     state = codec.store(stream, row.originator_version, event, user).state

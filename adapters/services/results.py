@@ -51,4 +51,5 @@ def conversation_info(state: Conversation) -> ConversationInfo:
         message_count=state.message_count - state.records, version=state.version,
         native_session_id=state.native_session_id, forgotten=state.forgotten,
         resumed_at=state.resumed_at, compactions=state.compactions, rewinds=state.rewinds,
+        parent=state.parent, fork_at=state.fork_at,
     )

@@ -18,6 +18,8 @@ Also here:
 - `raw_items`: a message row read as an SDK store needs it, and no further.
 - `erasure`: a conversation's events with their text removed in place (an erasure by
   the retention policy), also a STORED FORMAT.
+- `lineage`: a fork's history by reference (its parent's events up to the fork, then
+  its own), spliced into every read by position.
 
 May import: the domain, `crypto/` (keys and ciphers), and other modules of
 `storage/`. Never the services, the views, `accounting/` or `cli/`: a store knows

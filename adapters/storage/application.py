@@ -44,6 +44,7 @@ from convlog.storage.errors import (
     StorageUnavailable,
     WriteLockBusy,
 )
+from convlog.storage.lineage import Lineage
 from convlog.storage.mapper import Envelope, Lean, MsgspecMapper, RawItem, all_topics, topic_of
 from convlog.storage.recorder import ConvlogRecorder, TableRecorder
 from convlog.storage.requests import Answer
@@ -139,6 +140,8 @@ class ConversationStore(Application[UUID]):
         """Conversations other processes write too (seen conflicting): -> how many
         reads in a row found nothing new (`_note_shared`)."""
         self._cache_lock = threading.Lock()
+        self.lineage = Lineage(self._first_event, self._cached)
+        """Which streams are forks: reads by position splice in their parents'."""
         try:
             self.keyring = Keyring.open(self.keys, master_key, where, public_only, self.clock)
         except BaseException:
@@ -325,6 +328,11 @@ class ConversationStore(Application[UUID]):
         desc: bool = False,
         limit: int | None = None,
     ) -> list[Recorded]:
+        return self.lineage.splice(conversation, after, upto, desc, limit, self._recorded)
+
+    def _recorded(self, conversation: UUID, after: int | None, upto: int | None,
+                  desc: bool, limit: int | None) -> list[Recorded]:
+        """`recorded` of this stream alone (a fork's own events)."""
         envelopes = self.events.get(conversation, gt=after, lte=upto, desc=desc, limit=limit)
         return [Recorded(e.originator_version, e.event) for e in envelopes]  # type: ignore[attr-defined]
 
@@ -337,8 +345,10 @@ class ConversationStore(Application[UUID]):
         everything else as its event. The rows are read straight from the recorder:
         no envelope per row. `shape`: `RawEntry`s (id and item only) or `RawJson`s
         (id and the item's JSON) instead."""
-        return self.codec.decode_items(conversation, self._rows(
-            conversation, after=after, upto=upto, desc=desc, limit=limit), shape)
+        return self.lineage.splice(
+            conversation, after, upto, desc, limit,
+            lambda c, a, u, d, n: self.codec.decode_items(
+                c, self._rows(c, after=a, upto=u, desc=d, limit=n), shape))
 
     @storage_errors
     def item_page(self, conversation: UUID, *, after: int | None = None,
@@ -348,6 +358,10 @@ class ConversationStore(Application[UUID]):
         when none): a backwards walk needs only where its page ended, and a
         (version, event) pair per row was a tenth of an SDK session's
         `get_items(limit=20)` (issue 30)."""
+        if self.lineage.fork_of(conversation) is not None:
+            pairs = self.item_rows(conversation, after=after, upto=upto, desc=True,
+                                   limit=limit, shape=shape)
+            return [e for _, e in pairs], pairs[-1][0] if pairs else 0
         rows = self._rows(conversation, after=after, upto=upto, desc=True, limit=limit)
         return (self.codec.decode_events(conversation, rows, shape),
                 rows[-1][0] if rows else 0)
@@ -358,6 +372,8 @@ class ConversationStore(Application[UUID]):
         """The events of `item_rows` for the whole stream after `after`, oldest first
         and without their versions (a whole session's `get_items()`, issue 30). On
         SQLite they are decoded as they are read, 256 rows at a time."""
+        if self.lineage.fork_of(conversation) is not None:
+            return [e for _, e in self.item_rows(conversation, after=after, shape=shape)]
         return self.index.select_decoded(
             conversation, functools.partial(self.codec.decode_events, conversation,
                                             shape=shape), gt=after,
@@ -375,6 +391,9 @@ class ConversationStore(Application[UUID]):
     def last_messages(self, conversation: UUID, count: int) -> list[MessageAppended]:
         """The conversation's newest `count` messages, newest first: only message
         rows are read, and each is decoded straight to its event."""
+        if self.lineage.fork_of(conversation) is not None:
+            return [r.event for r in self.last_of(conversation, MESSAGE_TOPICS, count)
+                    if isinstance(r.event, MessageAppended)]
         rows = self.index.select_tail(conversation, MESSAGE_TOPICS, count)
         decode = self.codec.decode_row
         return [decode(conversation, version, topic, state) for version, topic, state in rows]
@@ -384,10 +403,52 @@ class ConversationStore(Application[UUID]):
                 ) -> list[Recorded]:
         """The conversation's newest `count` events stored under `topics`, newest
         first: one backwards walk of its index reading only those rows."""
+        if self.lineage.fork_of(conversation) is not None:
+            return self.lineage.tail(conversation, topics, count, None, self._tail,
+                                     self._tail_below)
+        return self._tail(conversation, topics, count)
+
+    def _tail(self, conversation: UUID, topics: Sequence[str], count: int
+              ) -> list[Recorded]:
         rows = self.index.select_tail(conversation, topics, count)
         decode = self.codec.decode_row
         return [Recorded(version, decode(conversation, version, topic, state))
                 for version, topic, state in rows]
+
+    def _tail_below(self, conversation: UUID, topics: Sequence[str], count: int,
+                    upto: int) -> list[Recorded]:
+        """`_tail` at or below position `upto` (a parent's part of a fork's tail):
+        a backwards walk by pages, keeping the rows of `topics`."""
+        wanted, decode = set(topics), self.codec.decode_row
+        out: list[Recorded] = []
+        while len(out) < count and upto > 0:
+            rows = self._rows(conversation, upto=upto, desc=True, limit=256)
+            for version, topic, state in rows:
+                topic = topic or CURRENT_MESSAGE_TOPIC
+                if topic in wanted and len(out) < count:
+                    out.append(Recorded(version, decode(conversation, version, topic, state)))
+            if len(rows) < 256:
+                break
+            upto = rows[-1][0] - 1
+        return out
+
+    @storage_errors
+    def first_event(self, conversation: UUID) -> Any | None:
+        """A stream's own first event (`session_started`, or a fork's
+        `conversation_forked`); None: nothing recorded."""
+        return self._first_event(conversation)
+
+    def _first_event(self, conversation: UUID) -> Any | None:
+        """`first_event`, for `lineage` (False: its first row cannot be read)."""
+        rows = self._rows(conversation, limit=1)
+        if not rows:
+            return None
+        version, topic, state = rows[0]
+        try:
+            return self.codec.decode_row(conversation, version,
+                                         topic or CURRENT_MESSAGE_TOPIC, state)
+        except Exception:  # an unreadable first row (erased): not a fork we can follow
+            return False
 
     # ------------------------------------------------------------------ writing
 
@@ -467,7 +528,8 @@ class ConversationStore(Application[UUID]):
         after: Conversation, mark: str | None = None,
     ) -> tuple[Conversation, list[Recorded]]:
         """Record `events` (decided against `state`, which they turn into `after`)."""
-        user, first = after.user, state.version + 1
+        # a fork's first event starts after its parent's position, not at 1
+        user, first = after.user, after.version - len(events) + 1
         recorded = [Recorded(version, event)  # type: ignore[arg-type]
                     for version, event in enumerate(events, first)]
         new_ids = [e.message_id for e in events if isinstance(e, MessageAppended)]
@@ -482,6 +544,7 @@ class ConversationStore(Application[UUID]):
         self.index.insert_rows(self.codec.rows(conversation, first, events, user),
                                message_ids)
         self._remember(conversation, after)
+        self.lineage.note(conversation, after)
         if after.version // SNAPSHOT_INTERVAL > state.version // SNAPSHOT_INTERVAL:
             self._snapshot(conversation, after)
         return after, recorded

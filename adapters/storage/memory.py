@@ -104,12 +104,13 @@ class POPOConvlogRecorder(POPOApplicationRecorder, MemoryTokenCounts, PortableRo
 
     def streams_of_user(self, user: str) -> list[UUID]:
         return [UUID(str(n.originator_id)) for n in self.select_notifications(1, 1 << 62)
-                if n.originator_version == 1 and n.topic == "session_started"
+                if ((n.originator_version == 1 and n.topic == "session_started")
+                    or n.topic == "conversation_forked")
                 and msgspec.json.decode(n.state).get("user") == user]
 
     def all_streams(self) -> list[UUID]:
         return [UUID(str(n.originator_id)) for n in self.select_notifications(1, 1 << 62)
-                if n.originator_version == 1]
+                if n.originator_version == 1 or n.topic == "conversation_forked"]
 
     def rewrite_states(self, stream: UUID, states: Sequence[tuple[int, bytes]],
                        snapshot_table: str | None) -> None:

@@ -82,15 +82,16 @@ class PostgresKeyTable:
     def streams_of_user(self, user: str) -> list[UUID]:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(self._q(
-                "SELECT originator_id FROM {s}.{e} WHERE originator_version = 1 "
-                "AND topic = 'session_started' "
+                "SELECT originator_id FROM {s}.{e} WHERE ((originator_version = 1 "
+                "AND topic = 'session_started') OR topic = 'conversation_forked') "
                 "AND convert_from(state, 'UTF8')::jsonb ->> 'user' = %s"), (user,))
             return [UUID(str(r["originator_id"])) for r in curs.fetchall()]
 
     def all_streams(self) -> list[UUID]:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(self._q("SELECT originator_id FROM {s}.{e} "
-                                 "WHERE originator_version = 1 ORDER BY notification_id"))
+                                 "WHERE originator_version = 1 OR topic = "
+                                 "'conversation_forked' ORDER BY notification_id"))
             return [UUID(str(r["originator_id"])) for r in curs.fetchall()]
 
     def rewrite_states(self, stream: UUID, states: Sequence[tuple[int, bytes]],

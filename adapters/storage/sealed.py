@@ -71,6 +71,7 @@ SEALED_FIELDS: dict[str, frozenset[str]] = {
     "retention_cap_reached": frozenset(),
     "history_compacted": frozenset({"text", "reason"}),
     "history_rewound": frozenset({"reason"}),
+    "conversation_forked": frozenset({"title", "workspace", "metadata"}),
     SNAPSHOT_TOPIC: frozenset({"title", "workspace", "recent_memories"}),
 }
 _PLACEHOLDERS: dict[str, bytes] = {  # required private fields, once forgotten

@@ -169,8 +169,9 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
         statement, four per append (issue 30)."""
         self._writer_lock = threading.Lock()
         self._checkpointer: Checkpointer | None = None
+        # its first row: version 1, or a fork's first (convlog.storage.lineage)
         self._stream_number = (f"SELECT rowid FROM {self.events_table_name} "
-                               "WHERE originator_id = ? AND originator_version = 1")
+                               "WHERE originator_id = ? ORDER BY originator_version LIMIT 1")
         # Committed stream numbers: a committed row's rowid never changes and convlog
         # deletes no event, so a number, once committed, is good for the process's
         # life. Saves an indexed lookup (~5 us) per append. Bounded; cleared when full.
@@ -345,7 +346,7 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
             first = conn.execute(self._stream_number, [conversation.hex]).fetchone()
             if first is None:  # the file lost the stream's first event: not a conflict
                 raise sqlite3.DatabaseError(
-                    f"stream {conversation.hex} has no event at version 1")
+                    f"stream {conversation.hex} has no first event")
             number = first[0]
         if len(new_ids) == 1:
             conn.execute(self._insert_message_id, (number, new_ids[0]))

@@ -79,14 +79,15 @@ class SQLiteKeyTable:
     def streams_of_user(self, user: str) -> list[UUID]:
         """Every conversation started for `user` (its first event's public field)."""
         return [UUID(r[0]) for r in self._rows(
-            f"SELECT originator_id FROM {self.events_table_name} WHERE originator_version = 1 "
-            "AND topic = 'session_started' "
+            f"SELECT originator_id FROM {self.events_table_name} WHERE ((originator_version = 1 "
+            "AND topic = 'session_started') OR topic = 'conversation_forked') "
             "AND json_extract(CAST(state AS TEXT), '$.user') = ?", [user])]
 
     def all_streams(self) -> list[UUID]:
         return [UUID(r[0]) for r in self._rows(
             f"SELECT originator_id FROM {self.events_table_name} "
-            "WHERE originator_version = 1 ORDER BY rowid", [])]
+            "WHERE originator_version = 1 OR topic = 'conversation_forked' ORDER BY rowid",
+            [])]
 
     def rewrite_states(self, stream: UUID, states: Sequence[tuple[int, bytes]],
                        snapshot_table: str | None) -> None:

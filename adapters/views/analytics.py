@@ -82,6 +82,8 @@ class CatalogRow(ConversationFacts, frozen=True, kw_only=True):
     native_session_id: str | None
     forgotten: bool = False
     """Its user was forgotten: titles and content are erased, the figures stay."""
+    children: list[str] = msgspec.field(default_factory=list)
+    """The keys of its forks (`conv.fork`), in key order."""
 
 
 class CostRow(msgspec.Struct, frozen=True, kw_only=True):

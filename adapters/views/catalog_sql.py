@@ -56,7 +56,10 @@ def catalog_query(*, user: str | None = None, agent: str | None = None,
         agents AS (
             SELECT conversation_id, list(agent ORDER BY messages DESC, agent)[1:5] AS top
             FROM conversation_agents WHERE conversation_id IN (SELECT conversation_id FROM s)
-            GROUP BY conversation_id)
+            GROUP BY conversation_id),
+        kids AS (  -- the page's forks: one column of the table scanned
+            SELECT parent AS key, list(key ORDER BY key) AS children FROM sessions
+            WHERE parent IN (SELECT key FROM s) GROUP BY parent)
         SELECT s.key, s."user", s.agent, s.channel, s.title, s.workspace, s.status,
                s.created_at, s.last_active_at, s.message_count, s.content_tokens,
                COALESCE(u.input_tokens, 0) AS input_tokens,
@@ -65,8 +68,10 @@ def catalog_query(*, user: str | None = None, agent: str | None = None,
                COALESCE(u.cache_write_tokens, 0) AS cache_write_tokens,
                u.cost_usd, COALESCE(u.cost_unknown, FALSE) AS cost_incomplete,
                COALESCE(a.top, []) AS top_agents, s.version, s.native_session_id,
-               COALESCE(s.forgotten, FALSE) AS forgotten
+               COALESCE(s.forgotten, FALSE) AS forgotten, s.parent, s.fork_at,
+               COALESCE(k.children, []) AS children
         FROM s LEFT JOIN u USING (conversation_id)
                LEFT JOIN agents a USING (conversation_id)
+               LEFT JOIN kids k ON k.key = s.key
         {ORDER}"""
     return sql, params

@@ -46,6 +46,7 @@ from convlog.domain.events import (
     ConversationCleared,
     ConversationDeleted,
     ConversationErased,
+    ConversationForked,
     ConversationReactivated,
     ConversationStarted,
     Event,
@@ -156,6 +157,10 @@ EVENTS: dict[type[Event], st.SearchStrategy[Any]] = {
         HistoryCompacted, at=utc_times, from_version=counts, to_version=counts,
         through_message_id=ids, message_count=counts, text=text, tokens_before=counts,
         tokens_after=counts, kept=counts, summarizer=optional(text), reason=optional(text)),
+    ConversationForked: st.builds(
+        ConversationForked, at=utc_times, key=ids, user=optional(ids), parent_key=ids,
+        at_message_id=ids, at_version=counts, base_message_count=counts,
+        base_epoch_start_version=counts, base_compacted_to=counts),
     HistoryRewound: st.builds(HistoryRewound, at=utc_times, to_message_id=ids,
                               to_version=counts, abandoned=counts, reason=optional(text)),
     MemoryInjected: st.builds(MemoryInjected, at=utc_times, block_id=ids,
