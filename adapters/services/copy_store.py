@@ -7,12 +7,12 @@ What is carried, and how each store's invariants are kept:
   own numbers: PostgreSQL's may have gaps). A plain destination gets the stored
   bytes as they are; an encrypted destination gets each event decoded and sealed
   under its conversation user's data key there (made on first use), as a write of
-  its own would be. Written through the destination's recorder (`insert_rows`), one
-  transaction a run of consecutive events of one conversation, never around it.
-- **The message-id index**: a conversation's first run carries every entry of the
-  source's index for it (message ids, and the marks of keyed HTTP requests:
-  convlog.services.requests); later runs the message ids of their messages not yet
-  indexed (what a source written during the copy added).
+  its own would be. Written through the destination's recorder (`insert_runs`), one
+  transaction a batch (`--batch` events of the source's log), never around it.
+- **The message-id index**: each message's id with its event, as a write indexes it
+  (the index holds exactly those, and the marks of keyed HTTP requests:
+  convlog.services.requests), and a conversation's marks with its first event (the
+  marks the source has when that event is copied: stop the source's writers first).
 - **Kept answers** of keyed requests, with their times (sealed in an encrypted
   destination, under the anonymous data key: `forget` deletes every answer anyway).
 - **Not copied, on purpose**: snapshots, token counts and views (derived: made
@@ -20,7 +20,7 @@ What is carried, and how each store's invariants are kept:
   store's identity, and a source's key table (an encrypted source is refused:
   `CopyRefused`).
 
-Resuming: the progress IS the destination's events. A run is one transaction, so a
+Resuming: the progress IS the destination's events. A batch is one transaction, so a
 killed copy leaves a prefix of the source's log; a re-run checks the destination
 event by event against the source's (stream, version and decoded event: the digest's
 form) and continues after the last one. A destination holding anything else is
@@ -47,7 +47,9 @@ from convlog.domain.errors import ConvlogError
 from convlog.domain.events import MessageAppended
 from convlog.services.application import Application, bootstrap
 from convlog.services.options import LogOptions
+from convlog.services.requests import PREFIX
 from convlog.storage.application import ConversationStore
+from convlog.storage.recorder import Run
 
 PAGE = 1000
 """Events read at a time when checking and digesting."""
@@ -116,8 +118,8 @@ def _copy(src: Application, dst: Application, batch: int,
         rows = source.index.select_raw(after, batch)
         if not rows:
             break
-        for run in _runs(rows):
-            _write_run(source, target, run, sealing, users)
+        target.index.insert_runs([_run(source, target, run, sealing, users)
+                                  for run in _runs(rows)])
         copied += len(rows)
         after = rows[-1][0]
         if progress is not None:
@@ -146,20 +148,17 @@ def _runs(rows: list[RawRow]) -> Iterator[list[RawRow]]:
             start = at
 
 
-def _write_run(source: ConversationStore, target: ConversationStore, run: list[RawRow],
-               sealing: bool, users: dict[str, str | None]) -> None:
+def _run(source: ConversationStore, target: ConversationStore, run: list[RawRow],
+         sealing: bool, users: dict[str, str | None]) -> Run:
+    """The destination's rows and index entries of one run of the source's rows."""
     hex_id, first = run[0][1], run[0][2]
     stream = UUID(hex_id)
     events = [source.codec.decode_row(stream, version, topic, state.encode())
               for _, _, version, topic, state in run]
+    ids = [e.message_id for e in events if isinstance(e, MessageAppended)]
     if first == 1:
         users[hex_id] = getattr(events[0], "user", None)
-        ids = source.index.index_entries(stream)
-    else:
-        ids = [e.message_id for e in events if isinstance(e, MessageAppended)]
-        if ids:  # only what the source indexed, and the destination does not yet have
-            ids = sorted(source.index.known_message_ids(stream, ids)
-                         - target.index.known_message_ids(stream, ids))
+        ids += [m for m in source.index.index_entries(stream) if m.startswith(PREFIX)]
     if sealing:
         if hex_id not in users:
             ((_, topic, state),) = source.index.select_rows(stream, lte=1)
@@ -169,7 +168,7 @@ def _write_run(source: ConversationStore, target: ConversationStore, run: list[R
     else:
         new_rows = [(hex_id, version, topic, state.encode())
                     for _, _, version, topic, state in run]
-    target.index.insert_rows(new_rows, (stream, ids) if ids else None)
+    return new_rows, ((stream, ids) if ids else None)
 
 
 def _canonical(store: ConversationStore, row: RawRow) -> bytes:

@@ -176,6 +176,23 @@ class PostgresConvlogRecorder(PostgresApplicationRecorder, PostgresKeyTable,
             except psycopg.IntegrityError as exc:
                 raise IntegrityError(str(exc)) from exc
 
+    def insert_runs(self, runs: Sequence[tuple[Sequence[tuple[str, int, str, bytes]],
+                                               tuple[UUID, Sequence[str]] | None]]) -> None:
+        """Several conversations' runs of rows and their index entries (in order) in ONE
+        transaction, each through the append function: `convlog copy`'s batch, all or
+        nothing. Not retried: a lost acknowledgement is found by the copy's re-run."""
+        with self.datastore.transaction(commit=True) as curs:
+            for rows, message_ids in runs:
+                conversation, new_ids = message_ids if message_ids else (None, None)
+                events = [self.construct_pg_stored_event(UUID(hex_id), version, topic, state)
+                          for hex_id, version, topic, state in rows]
+                try:
+                    curs.execute(self._append, (events, conversation,
+                                                list(new_ids) if new_ids else None,
+                                                self._lock_wait))
+                except psycopg.IntegrityError as exc:
+                    raise IntegrityError(str(exc)) from exc
+
     def _stored(self, event: StoredEvent) -> bool:
         """Whether `event` itself (not merely one at its version) is stored."""
         with self.datastore.get_connection() as conn, conn.cursor() as curs:

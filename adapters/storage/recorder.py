@@ -35,6 +35,9 @@ NewRow = tuple[str, int, str, bytes]
 """(stream id hex, version, topic, state) of an event to insert."""
 MessageIds = tuple[UUID, Sequence[str]]
 """A stream and the message ids to index with its events, in the same transaction."""
+Run = tuple[Sequence[NewRow], MessageIds | None]
+"""One conversation's consecutive rows and their index entries: `insert_runs` writes
+several, in order, in ONE transaction (`convlog copy`'s batch)."""
 
 
 @runtime_checkable
@@ -63,6 +66,8 @@ class ConvlogRecorder(KeyTable, Protocol):
 
     def insert_rows(self, rows: Sequence[NewRow], message_ids: MessageIds | None = None
                     ) -> None: ...
+
+    def insert_runs(self, runs: Sequence[Run]) -> None: ...
 
     def known_message_ids(self, conversation: UUID, message_ids: Sequence[str]) -> set[str]: ...
 
@@ -153,6 +158,12 @@ class PortableRows:
             originator_id=streams.setdefault(hex_id, UUID(hex_id)), originator_version=v,
             topic=topic, state=state) for hex_id, v, topic, state in rows],
             message_ids=message_ids)
+
+    def insert_runs(self: _Events, runs: Sequence[Run]) -> None:
+        """One `insert_rows` a run: atomic per run only (the memory store, which no
+        copy survives anyway)."""
+        for rows, message_ids in runs:
+            PortableRows.insert_rows(self, rows, message_ids)
 
     def wait_for_changes(self, timeout: float) -> None:
         time.sleep(timeout)

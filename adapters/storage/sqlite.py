@@ -276,6 +276,18 @@ class SQLiteConvlogRecorder(SQLiteApplicationRecorder, SQLiteKeyTable, SQLiteReq
             if self._checkpointer is not None:
                 self._checkpointer.committed()
 
+    def insert_runs(self, runs: Sequence[tuple[Sequence[tuple[str, int, str, bytes]],
+                                               tuple[UUID, Sequence[str]] | None]]) -> None:
+        """Several conversations' runs of rows and their index entries (in order) in ONE
+        write transaction: `convlog copy`'s batch, all or nothing."""
+        with self._write_tx() as conn:
+            cursor = conn.cursor()
+            try:
+                for rows, message_ids in runs:
+                    self._write(cursor, rows, message_ids)
+            finally:
+                cursor.close()
+
     @contextlib.contextmanager
     def _write_tx(self, begin: bool = True) -> Iterator[sqlite3.Connection]:
         with self._writer_lock:

@@ -85,6 +85,13 @@ def _digest(url: str) -> tuple[int, str]:
         return digest_of(application(log).store)
 
 
+def _index(url: str) -> dict[str, list[str]]:
+    """Every conversation's message-id index entries (ids and request marks)."""
+    with convlog.open(url) as log:
+        index = application(log).store.index
+        return {stream.hex: index.index_entries(stream) for stream in index.all_streams()}
+
+
 def _positions(url: str) -> list[tuple[str, int]]:
     """(stream, version) of every event in the store's global order."""
     with convlog.open(url) as log:
@@ -102,6 +109,8 @@ def test_sqlite_to_postgresql_and_back(tmp_path: Path, pg_url: str) -> None:
     expected = _reads(source)
     assert _reads(pg_url) == expected and _reads(back) == expected
     assert _positions(pg_url) == _positions(back) == _positions(source)  # the global order
+    assert _index(pg_url) == _index(back) == _index(source)
+    assert any(m.startswith("\x1frequest:") for ms in _index(back).values() for m in ms)
     _replays(pg_url, answers)
     _replays(back, answers)
 
@@ -124,11 +133,11 @@ def test_plain_to_encrypted_seals_with_the_destinations_key(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source, dest = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'enc.db'}"
     answers = _seed(source)
-    expected, (_, digest) = _reads(source), _digest(source)
+    expected, (_, digest), index = _reads(source), _digest(source), _index(source)
     monkeypatch.setenv("CONVLOG_KEY", generate_key())  # the destination's key
     report = copy(source, dest, batch=5)
     assert report.encrypted and report.digest == digest
-    assert _reads(dest) == expected
+    assert _reads(dest) == expected and _index(dest) == index
     _replays(dest, answers)
     with convlog.open(dest) as log:
         application(log).store.index.erase(vacuum=True)  # the WAL into the file
@@ -194,4 +203,5 @@ def test_killed_at_random_batches_and_resumed_to_an_identical_digest(
     assert f"{total} events in each store, digest sha256:{digest}" in finished.stdout
     assert "were there from a previous run" in finished.stdout
     assert _positions(pg_url) == _positions(source) and _digest(pg_url) == (total, digest)
+    assert _index(pg_url) == _index(source)
     _replays(pg_url, answers)
