@@ -104,13 +104,15 @@ def test_small_files_start_at_zero_and_end_at_their_size(tmp_path: Path, turns: 
 
 def test_the_cli_bar_draws_it(tmp_path: Path) -> None:
     """On a terminal (a pty), `convlog import` draws rich's bar: a figure between 0 and
-    the file's size appears while the one file is imported."""
+    the file's size appears while the one file is imported. rich redraws ten times a
+    second: the file is large enough (~24 MB) that its import takes several redraws on a
+    quiet machine too (1,500 turns, 0.9 MB, were imported between two redraws there)."""
     import os
     import pty
     import subprocess
 
     path = tmp_path / "session.jsonl"
-    size = claude_transcript(path, 1_500)
+    size = claude_transcript(path, 40_000)
     leader, follower = pty.openpty()
     env = {**clean_env(), "COLUMNS": "160", "TERM": "xterm"}
     proc = subprocess.Popen([str(CONVLOG), "--db", f"sqlite:///{tmp_path / 'c.db'}",
