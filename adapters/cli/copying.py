@@ -1,5 +1,6 @@
 """`convlog copy --from URL --to URL [--batch N]`: move a store to another
-(SQLite <-> PostgreSQL, unencrypted -> unencrypted or encrypted), resumable after a
+(SQLite <-> PostgreSQL, unencrypted -> unencrypted or encrypted, encrypted ->
+encrypted with the same keys), resumable after a
 kill and verified by a count and a digest at the end (convlog.services.copy_store;
 docs/storage.md#copy)."""
 
@@ -19,7 +20,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="the store to copy (left as it is)")
     p.add_argument("--to", dest="destination", metavar="URL", required=True,
                    help="the store to copy into: new, or a previous partial copy of the "
-                        "same source (continued); encrypted when CONVLOG_KEY is set")
+                        "same source (continued); encrypted when CONVLOG_KEY is set (an "
+                        "encrypted source's key: the copy gets its data keys)")
     p.add_argument("--batch", metavar="N", type=positive_int, default=1000,
                    help="events read at a time; one line of progress each (default 1000)")
 

@@ -15,10 +15,15 @@ What is carried, and how each store's invariants are kept:
   marks the source has when that event is copied: stop the source's writers first).
 - **Kept answers** of keyed requests, with their times (sealed in an encrypted
   destination, under the anonymous data key: `forget` deletes every answer anyway).
+- **An encrypted source's key table**: the source is read with its key
+  (CONVLOG_KEY), and the destination gets its key rows as they are (the same master
+  key, the same data key per user, destroyed keys destroyed), its sealed events and
+  answers byte for byte: forgetting a user works on the copy as on the source. A
+  destination encrypted under other keys, or holding unencrypted events, is refused.
+  Decrypting (an encrypted source into a plain store) is not offered.
 - **Not copied, on purpose**: snapshots, token counts and views (derived: made
-  again on use, the views rebuilt because the destination is another store), the
-  store's identity, and a source's key table (an encrypted source is refused:
-  `CopyRefused`).
+  again on use, the views rebuilt because the destination is another store), and
+  the store's identity.
 
 Resuming: the progress IS the destination's events. A batch is one transaction, so a
 killed copy leaves a prefix of the source's log; a re-run checks the destination
@@ -95,23 +100,54 @@ def copy(source_url: str, destination_url: str, *, batch: int = 1000,
     given a key is made encrypted). See the module's docstring."""
     if batch < 1:
         raise CopyRefused(f"--batch must be at least 1, not {batch}")
-    with bootstrap(source_url, LogOptions(create=False), master_key="public") as src:
-        if src.store.keyring.enabled:
-            raise CopyRefused(
-                f"{src.config.display} is encrypted: copying from an encrypted store is "
-                "not supported yet (decrypt nothing by hand: keep the store where it is)")
+    with bootstrap(source_url, LogOptions(create=False), master_key="public") as peek:
+        encrypted = peek.store.keyring.enabled
+    if not encrypted:
+        with bootstrap(source_url, LogOptions(create=False), master_key=None) as src, \
+                bootstrap(destination_url, LogOptions(create=True)) as dst:
+            return _copy(src, dst, batch, progress, verbatim=False)
+    # An encrypted source: read with its key (CONVLOG_KEY); the destination gets its
+    # key table (the same master key, the same data keys per user) and its sealed
+    # events as they are, so `forget` works on the copy as on the source.
+    with bootstrap(source_url, LogOptions(create=False)) as src:
+        with bootstrap(destination_url, LogOptions(create=True),
+                       master_key="public") as dst:
+            _carry_keys(src, dst)
         with bootstrap(destination_url, LogOptions(create=True)) as dst:
-            return _copy(src, dst, batch, progress)
+            report = _copy(src, dst, batch, progress, verbatim=True)
+            _carry_keys(src, dst)  # keys made or destroyed meanwhile
+            return report
 
 
-def _copy(src: Application, dst: Application, batch: int,
-          progress: Progress | None) -> CopyReport:
+def _carry_keys(src: Application, dst: Application) -> None:
+    """The source's key table into the destination: rows it lacks added as they are
+    (wrapped under the same master key), keys destroyed since destroyed there too.
+    A destination encrypted under another store's keys, or holding unencrypted
+    events, is refused."""
+    source, target = src.store, dst.store
+    if target.keyring.enabled and target.keyring.store_id != source.keyring.store_id:
+        raise CopyRefused(f"{dst.config.display} is encrypted under other keys than "
+                          f"{src.config.display}: copy into a new store")
+    if not target.keyring.enabled and target.index.has_events():
+        raise CopyRefused(f"{dst.config.display} already holds unencrypted events: copy "
+                          f"{src.config.display} (encrypted) into a new store")
+    theirs = {row.key_id: row for row in target.index.key_rows()}
+    for row in source.index.key_rows():
+        there = theirs.get(row.key_id)
+        if there is None:
+            target.index.add_key(row)
+        elif row.wrapped is None and there.wrapped is not None:
+            target.index.destroy_keys(row.user, row.destroyed_at or "")
+
+
+def _copy(src: Application, dst: Application, batch: int, progress: Progress | None,
+          *, verbatim: bool) -> CopyReport:
     source, target = src.store, dst.store
     if source.index.store_identity() == target.index.store_identity():
         raise CopyRefused(f"{dst.config.display} is the source store itself")
     after, already = _resume_point(source, target, src.config.display,
                                    dst.config.display)
-    sealing = target.keyring.enabled
+    sealing = target.keyring.enabled and not verbatim
     users: dict[str, str | None] = {}
     copied, started = already, time.perf_counter()
     while True:
@@ -126,7 +162,10 @@ def _copy(src: Application, dst: Application, batch: int,
             progress(CopyProgress(copied, after))
     seconds = time.perf_counter() - started
     for scope, answer, created in source.index.answer_rows():
-        target.keep_answer(scope, answer, created, None)
+        if verbatim:  # sealed under the same data key it is carried with
+            target.index.keep_answer(scope, answer, created)
+        else:
+            target.keep_answer(scope, answer, created, None)
     answers = len(target.index.answer_rows())
     events, digest = digest_of(source)
     events_there, digest_there = digest_of(target)
@@ -136,7 +175,7 @@ def _copy(src: Application, dst: Application, batch: int,
             f"the destination {events_there} ({digest_there}); was the source written "
             "during the copy? Run it again")
     return CopyReport(events, already, copied - already, answers, digest, seconds,
-                      sealing)
+                      target.keyring.enabled)
 
 
 def _runs(rows: list[RawRow]) -> Iterator[list[RawRow]]:

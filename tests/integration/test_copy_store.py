@@ -64,20 +64,20 @@ def _reads(url: str) -> dict[str, Any]:
         } for key in keys}
 
 
-def _replays(url: str, answers: dict[str, Any]) -> None:
+def _replays(url: str, answers: dict[str, Any], key: str = "h") -> None:
     """The keyed requests sent again to the copy are answered with the kept answers,
     and record nothing again."""
     with convlog.open(url) as log, served(log) as base, \
             httpx.Client(base_url=base, timeout=10) as http:
-        before = len(log.conversation("h").messages())
-        retry = http.post("/v1/conversations/h/turns", json=TURN,
+        before = len(log.conversation(key).messages())
+        retry = http.post(f"/v1/conversations/{key}/turns", json=TURN,
                           headers={"Idempotency-Key": "req-1"})
         assert retry.headers.get("idempotent-replayed") == "true"
         assert retry.json() == answers["req-1"]
-        again = http.post("/v1/conversations/h/archive", json={},
+        again = http.post(f"/v1/conversations/{key}/archive", json={},
                           headers={"Idempotency-Key": "arch-1"})
         assert again.json() == answers["arch-1"]
-        assert len(log.conversation("h").messages()) == before
+        assert len(log.conversation(key).messages()) == before
 
 
 def _digest(url: str) -> tuple[int, str]:
@@ -164,10 +164,45 @@ def test_unsound_copies_are_refused_before_writing(
     monkeypatch.setenv("CONVLOG_KEY", generate_key())
     encrypted = f"sqlite:///{tmp_path / 'e.db'}"
     copy(source, encrypted)
+    with pytest.raises(CopyRefused, match="unencrypted events"):
+        copy(encrypted, other)  # an encrypted source's copy must be encrypted too
+    elsewhere = f"sqlite:///{tmp_path / 'e2.db'}"
+    with convlog.open(elsewhere) as log:  # encrypted under another store's keys
+        log.conversation("x", user="u9", agent="bot").append(convlog.user("x"))
+    with pytest.raises(CopyRefused, match="other keys"):
+        copy(encrypted, elsewhere)
     monkeypatch.delenv("CONVLOG_KEY")
-    with pytest.raises(CopyRefused, match="encrypted"):
-        copy(encrypted, f"sqlite:///{tmp_path / 'x.db'}")
+    with pytest.raises(convlog.ConvlogError, match="encrypted"):
+        copy(encrypted, f"sqlite:///{tmp_path / 'x.db'}")  # its key is needed
     assert not (tmp_path / "x.db").exists()
+
+
+def test_encrypted_to_encrypted_keeps_the_data_keys_so_forgetting_works(
+        tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain, source = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'e.db'}"
+    answers = _seed(plain)
+    monkeypatch.setenv("CONVLOG_KEY", generate_key())
+    copy(plain, source)
+    with convlog.open(source) as log:
+        log.forget(user="u0")  # forgotten before the copy: stays forgotten in it
+        # (forget deletes every kept answer: answers kept after it, sealed, are copied)
+        with served(log) as base, httpx.Client(base_url=base, timeout=10) as http:
+            answers["req-1"] = http.post("/v1/conversations/h2/turns", json=TURN, headers={
+                "Idempotency-Key": "req-1"}).json()
+            answers["arch-1"] = http.post("/v1/conversations/h2/archive", json={},
+                                          headers={"Idempotency-Key": "arch-1"}).json()
+    expected, index, (total, digest) = _reads(source), _index(source), _digest(source)
+    report = copy(source, pg_url, batch=4)
+    assert report.encrypted and (report.events, report.digest) == (total, digest)
+    assert _reads(pg_url) == expected and _index(pg_url) == index
+    _replays(pg_url, answers, "h2")
+    with convlog.open(pg_url) as log:
+        assert log.conversation("c:0").messages()[0].content == "[forgotten]"
+        assert log.conversation("c:1").messages()[0].content == "q1.0"
+        log.forget(user="u1")  # the copy's own data key of u1 is destroyed
+        assert log.conversation("c:1").messages()[0].content == "[forgotten]"
+    with convlog.open(source) as log:  # the source keeps its own
+        assert log.conversation("c:1").messages()[0].content == "q1.0"
 
 
 def test_killed_at_random_batches_and_resumed_to_an_identical_digest(
