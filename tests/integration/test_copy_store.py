@@ -205,18 +205,32 @@ def test_encrypted_to_encrypted_keeps_the_data_keys_so_forgetting_works(
         assert log.conversation("c:1").messages()[0].content == "q1.0"
 
 
+@pytest.mark.parametrize("mode", ["plain", "sealed", "encrypted"])
 def test_killed_at_random_batches_and_resumed_to_an_identical_digest(
-        tmp_path: Path, pg_url: str) -> None:
+        mode: str, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real `convlog copy --batch 3` is SIGKILLed after a random number of its
     progress lines, three times, then run to the end: the destination is the source,
-    no event twice, the same digest. Driven by progress output, never by time."""
+    no event twice, the same digest. Driven by progress output, never by time.
+    `plain`: unencrypted to unencrypted; `sealed`: unencrypted into an encrypted
+    store (a resumed run looks up each conversation's user); `encrypted`: an
+    encrypted source, its key table carried (and checked again on each resume)."""
     source = f"sqlite:///{tmp_path / 'a.db'}"
     answers = _seed(source)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVLOG_KEY")}
+    if mode != "plain":
+        env["CONVLOG_KEY"] = generate_key()
+    if mode == "encrypted":
+        monkeypatch.setenv("CONVLOG_KEY", env["CONVLOG_KEY"])
+        plain, source = source, f"sqlite:///{tmp_path / 'e.db'}"
+        copy(plain, source)
     total, digest = _digest(source)
+    positions, index = _positions(source), _index(source)
+    monkeypatch.setenv("CONVLOG_KEY", env.get("CONVLOG_KEY", ""))  # the copy's
+    if mode == "plain":
+        monkeypatch.delenv("CONVLOG_KEY")
     rng = random.Random(48)
     command = [sys.executable, "-m", "convlog", "copy", "--from", source, "--to", pg_url,
                "--batch", "3"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVLOG_KEY")}
     seen = 0
     for _ in range(3):
         proc = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -233,10 +247,11 @@ def test_killed_at_random_batches_and_resumed_to_an_identical_digest(
                 break
         proc.wait()
         assert proc.returncode == -signal.SIGKILL
-        assert _positions(pg_url) == _positions(source)[:len(_positions(pg_url))]
+        there = _positions(pg_url)
+        assert there == positions[:len(there)]
     finished = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     assert f"{total} events in each store, digest sha256:{digest}" in finished.stdout
     assert "were there from a previous run" in finished.stdout
-    assert _positions(pg_url) == _positions(source) and _digest(pg_url) == (total, digest)
-    assert _index(pg_url) == _index(source)
+    assert _positions(pg_url) == positions and _digest(pg_url) == (total, digest)
+    assert _index(pg_url) == index
     _replays(pg_url, answers)
