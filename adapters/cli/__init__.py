@@ -10,7 +10,7 @@ Also here:
 - `acp`, `serve`, `watch`, `otel`, `importing`, `keys`, `pages`, `views`, `retention`,
   `compact`, `copying`: one module per command family (`convlog acp`, `serve`, `watch`,
   `export --otel`, `import`, `keys`/`forget`, `html`/`report`, `replay`/`diff`,
-  `retention`/`expire`/`info`, `compact`/`rewind`, `copy`).
+  `retention`/`expire`/`info`, `compact`/`rewind`/`fork`, `copy`).
 - `failures`: how a failed command says so (exit status, one line or one JSON document).
 - `demo_acp`: `make demo-acp`, the restart story over ACP.
 

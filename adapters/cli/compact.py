@@ -1,5 +1,5 @@
-"""`convlog compact KEY` and `convlog rewind KEY --to ID`: the history operations
-from the shell (issue 47).
+"""`convlog compact KEY`, `convlog rewind KEY --to ID` and `convlog fork KEY --at ID
+--key NEW`: the history operations from the shell (issue 47).
 
 A shell has no summarizer function, so compaction is two steps, as over HTTP: `--plan`
 prints what would be replaced (the messages to summarize, the previous summary to
@@ -81,3 +81,23 @@ def cmd_rewind(log: ConversationLog, args: argparse.Namespace) -> None:
     else:
         print(f"{args.key}: rewound to {done.to_message_id}: {done.abandoned} later "
               "messages abandoned for the agent; nothing deleted")
+
+
+def add_fork_arguments(p: argparse.ArgumentParser) -> None:
+    add_key(p)
+    p.add_argument("--at", required=True, metavar="MESSAGE_ID",
+                   help="the parent's message the fork continues after")
+    p.add_argument("--key", dest="new_key", required=True, metavar="NEW_KEY",
+                   help="the new conversation's key")
+    p.add_argument("--user", help="its owner (default: the parent's user)")
+    p.add_argument("--title", help="its title (default: the parent's)")
+
+
+def cmd_fork(log: ConversationLog, args: argparse.Namespace) -> None:
+    done = log.fork(args.key, at=args.at, new_key=args.new_key, user=args.user,
+                    title=args.title)
+    if args.json:
+        print_json({"forked": done})
+    else:
+        print(f"{done.key}: forked from {done.parent} at {done.fork_at} (by reference: "
+              "the parent's messages up to it, then its own)")

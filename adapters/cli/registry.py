@@ -134,6 +134,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("rewind", "go back to a message, for the model: the later ones are "
                       "abandoned (nothing is deleted)",
             compact.add_rewind_arguments, compact.cmd_rewind),
+    Command("fork", "a new conversation continuing one's history after a message "
+                    "(by reference: nothing is copied)",
+            compact.add_fork_arguments, compact.cmd_fork),
     Command("serve", "the log as an HTTP service (needs convlog[http])",
             serve.add_arguments, run_app=serve.cmd_serve, creates_database=True,
             prints_data=False,

@@ -10,7 +10,8 @@ machines sharing one log (on PostgreSQL) talk to it over HTTP + JSON. Lives here
     idempotency.py    the Idempotency-Key header
     endpoint.py       what endpoints share: declaration, typed query/body, the caller
     conversations.py  one conversation: start, append, read, context, lifecycle
-    compaction.py     the history operations: compaction (the plan, the host's summary), rewind
+    compaction.py     the history operations: compaction (the plan, the host's summary),
+                      rewind, fork
     resume.py         the tiered-resume bookkeeping for hosts that run their tiers
     analytics.py      catalog, costs, telemetry, read-only SQL
     stream.py         server-sent events: a conversation's new events, live

@@ -176,6 +176,15 @@ class AsyncRemoteConversation:
         """Back to message `to`, for the model (`ConversationHandle.rewind`)."""
         return (await self.client.send(wire.rewind(self.path, to, reason))).rewound
 
+    async def fork(self, *, at: str, key: str, user: str | None = None,
+                   agent: str | None = None, channel: str | None = None,
+                   title: str | None = None, metadata: dict[str, Any] | None = None
+                   ) -> convlog.Forked:
+        """A new conversation `key` continuing this one's history after message `at`,
+        by reference (`ConversationHandle.fork`)."""
+        return (await self.client.send(wire.fork(self.path, at, key, user, agent, channel,
+                                                title, metadata))).forked
+
     async def compaction_plan(self, *, keep_last: int = 10) -> convlog.CompactionPlan:
         """What `compact` would replace now (`ConversationLog.compaction_plan`)."""
         return await self.client.send(wire.compaction_plan(self.path, keep_last))

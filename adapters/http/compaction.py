@@ -2,13 +2,15 @@
 compaction would replace now, for the host to summarize with its own model), and
 the compaction itself, with the summary the host wrote; the write decides again (the
 range is chosen from the log inside it), so a plan that has moved since is a 409,
-and nothing is recorded. Rewind: back to a message, for the model."""
+and nothing is recorded. Rewind: back to a message, for the model. Fork: a new
+conversation continuing this one's history after a message."""
 
 from __future__ import annotations
 
 import convlog
 from convlog.http.endpoint import Call, Endpoint, Param
-from convlog.http.schema import CompactIn, CompactOut, RewindIn, RewindOut
+from convlog.http.problems import ProblemError
+from convlog.http.schema import CompactIn, CompactOut, ForkIn, ForkOut, RewindIn, RewindOut
 from convlog.services.compaction import check_keep_last
 
 KEY = "/v1/conversations/{key}"
@@ -36,6 +38,18 @@ async def rewind(call: Call) -> RewindOut:
                                             reason=body.reason))
 
 
+async def fork(call: Call) -> ForkOut:
+    body = await call.body(ForkIn)
+    key = await call.readable()  # a user token forks its own conversations only
+    if not call.principal.admin and body.user not in (None, call.principal.user):
+        raise ProblemError(403, "forbidden", "a user token forks for its own user only",
+                           field="user")
+    return ForkOut(forked=await call.run(
+        call.log.fork, key, at=body.at, new_key=body.key, user=body.user,
+        agent=body.agent, channel=body.channel, title=body.title,
+        metadata=dict(body.metadata) or None))
+
+
 ENDPOINTS = [
     Endpoint("GET", KEY + "/compaction", plan,
              "What a compaction would replace now: the messages to summarize, the "
@@ -52,4 +66,8 @@ ENDPOINTS = [
              "Rewind to a message: for the model, the messages after it are abandoned "
              "(nothing is deleted)", operation_id="rewind", body=RewindIn, answer=RewindOut,
              tag="conversations"),
+    Endpoint("POST", KEY + "/fork", fork,
+             "Fork at a message: a new conversation whose history is this one's up to "
+             "it, by reference (this one is unaffected)", operation_id="fork",
+             body=ForkIn, answer=ForkOut, tag="conversations"),
 ]

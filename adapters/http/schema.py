@@ -18,6 +18,7 @@ from convlog.domain.retention import RetentionPolicy
 from convlog.projections.formats import Format
 from convlog.services.compaction import Compaction
 from convlog.services.context import Context
+from convlog.services.fork import Forked
 from convlog.services.jsonlines import AnyLine, MessageLine
 from convlog.services.memory import MemoryBlock
 from convlog.services.rewind import Rewound
@@ -132,6 +133,26 @@ class RewindOut(msgspec.Struct, frozen=True, kw_only=True):
     """The rewind recorded, or None when nothing came after the message."""
 
     rewound: Rewound | None
+
+
+class ForkIn(Body, frozen=True):
+    """Fork at message `at` into the new conversation `key` (its history is the
+    parent's up to that message, by reference). The parent's user, agent, channel
+    and title unless given (a user token forks for its own user only)."""
+
+    at: str
+    key: str
+    user: str | None = None
+    agent: str | None = None
+    channel: str | None = None
+    title: str | None = None
+    metadata: dict[str, Any] = {}
+
+
+class ForkOut(msgspec.Struct, frozen=True, kw_only=True):
+    """The fork recorded: its key, parent, the message and position it starts after."""
+
+    forked: Forked
 
 
 class ReasonIn(Body, frozen=True):

@@ -34,6 +34,7 @@ from convlog.domain.retention import RetentionPolicy
 from convlog.http.schema import (
     CompactOut,
     EventOut,
+    ForkOut,
     Injection,
     MemoryState,
     Problem,
@@ -290,6 +291,17 @@ def rewind(path: str, to: str, reason: str | None) -> Req[RewindOut]:
     if reason is not None:
         body["reason"] = reason
     return Req("POST", path + "/rewind", RewindOut, body)
+
+
+def fork(path: str, at: str, key: str, user: str | None, agent: str | None,
+         channel: str | None, title: str | None, metadata: dict[str, Any] | None
+         ) -> Req[ForkOut]:
+    body: dict[str, Any] = {"at": at, "key": key}
+    for name, value in (("user", user), ("agent", agent), ("channel", channel),
+                        ("title", title), ("metadata", metadata)):
+        if value is not None:
+            body[name] = value
+    return Req("POST", path + "/fork", ForkOut, body)
 
 
 def memory_policy(path: str, cap: int, depth: int) -> Req[MemoryState]:

@@ -8,6 +8,7 @@ export const routes = {
   diffViews: { method: "GET", path: "/v1/conversations/{key}/diff", stream: false },
   exportConversation: { method: "GET", path: "/v1/conversations/{key}/export", stream: false },
   followConversation: { method: "GET", path: "/v1/conversations/{key}/stream", stream: true },
+  fork: { method: "POST", path: "/v1/conversations/{key}/fork", stream: false },
   getCompactionPlan: { method: "GET", path: "/v1/conversations/{key}/compaction", stream: false },
   getContext: { method: "GET", path: "/v1/conversations/{key}/context", stream: false },
   getConversation: { method: "GET", path: "/v1/conversations/{key}", stream: false },

@@ -193,6 +193,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations/{key}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork at a message: a new conversation whose history is this one's up to it, by reference (this one is unaffected) */
+        post: operations["fork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations/{key}/memory": {
         parameters: {
             query?: never;
@@ -645,6 +662,10 @@ export interface components {
             created_at: string | null;
             last_active_at: string | null;
             message_count: number;
+            /** @default null */
+            parent?: string | null;
+            /** @default null */
+            fork_at?: string | null;
             content_tokens: number;
             input_tokens: number;
             output_tokens: number;
@@ -657,6 +678,8 @@ export interface components {
             native_session_id: string | null;
             /** @default false */
             forgotten?: boolean;
+            /** @default [] */
+            children?: string[];
         };
         /**
          * CompactIn
@@ -865,6 +888,66 @@ export interface components {
             at: string;
         };
         /**
+         * ConversationForked
+         * @description A conversation began as a fork of `parent_key` at its message `at_message_id`
+         *         (log position `at_version`): its history is the parent's events 1..`at_version`,
+         *         by reference (never copied), then its own, which start at `at_version + 1`. A
+         *         `session_started` in all but name (every reader that finds where a conversation
+         *         began finds this). The `base_*` fields are the parent's counters at the fork, so
+         *         the fork's state is whole without reading the parent (issue 47).
+         */
+        ConversationForked: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation_forked";
+            key: string;
+            /** @default null */
+            channel?: string | null;
+            /** @default null */
+            user?: string | null;
+            /** @default null */
+            agent?: string | null;
+            /** @default null */
+            title?: string | null;
+            /** @default null */
+            workspace?: string | null;
+            /** @default {} */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @default  */
+            parent_key?: string;
+            /** @default  */
+            at_message_id?: string;
+            /** @default 0 */
+            at_version?: number;
+            /** @default 0 */
+            base_message_count?: number;
+            /** @default 0 */
+            base_records?: number;
+            /** @default 0 */
+            base_turns?: number;
+            /** @default 0 */
+            base_epoch?: number;
+            /** @default 0 */
+            base_epoch_start_version?: number;
+            /** @default 0 */
+            base_epoch_start_message_count?: number;
+            /** @default 0 */
+            base_summary_version?: number;
+            /** @default 0 */
+            base_compacted_version?: number;
+            /** @default 0 */
+            base_compacted_to?: number;
+            /** @default 0 */
+            base_compactions?: number;
+            /** @default 0 */
+            base_rewinds?: number;
+            at: string;
+        };
+        /**
          * ConversationInfo
          * @description A conversation's state, as `log.info(key)` reads it from the log.
          */
@@ -879,6 +962,10 @@ export interface components {
             created_at: string | null;
             last_active_at: string | null;
             message_count: number;
+            /** @default null */
+            parent?: string | null;
+            /** @default null */
+            fork_at?: string | null;
             version: number;
             native_session_id: string | null;
             /** @default false */
@@ -1034,7 +1121,7 @@ export interface components {
          */
         EventOut: {
             version: number;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"] | components["schemas"]["HistoryRewound"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"] | components["schemas"]["HistoryRewound"] | components["schemas"]["ConversationForked"];
         };
         /**
          * EventsIn
@@ -1053,6 +1140,49 @@ export interface components {
             key: string;
             format: string;
             data: string;
+        };
+        /**
+         * ForkIn
+         * @description Fork at message `at` into the new conversation `key` (its history is the
+         *         parent's up to that message, by reference). The parent's user, agent, channel
+         *         and title unless given (a user token forks for its own user only).
+         */
+        ForkIn: {
+            at: string;
+            key: string;
+            /** @default null */
+            user?: string | null;
+            /** @default null */
+            agent?: string | null;
+            /** @default null */
+            channel?: string | null;
+            /** @default null */
+            title?: string | null;
+            /** @default {} */
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * ForkOut
+         * @description The fork recorded: its key, parent, the message and position it starts after.
+         */
+        ForkOut: {
+            forked: components["schemas"]["Forked"];
+        };
+        /**
+         * Forked
+         * @description A fork recorded: `key` continues `parent`'s history after `fork_at` (the
+         *         parent's message at log position `fork_version`).
+         */
+        Forked: {
+            key: string;
+            parent: string;
+            fork_at: string;
+            fork_version: number;
+            version: number;
+            /** @default null */
+            user?: string | null;
         };
         /** FunctionIn */
         FunctionIn: {
@@ -1973,7 +2103,7 @@ export interface components {
             at: string;
             type: string;
             details: string;
-            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"] | components["schemas"]["HistoryRewound"];
+            event: components["schemas"]["ConversationStarted"] | components["schemas"]["MessageAppended"] | components["schemas"]["NativeSessionBound"] | components["schemas"]["ResumeAttempted"] | components["schemas"]["ResumeSucceeded"] | components["schemas"]["ResumeFailed"] | components["schemas"]["HistoryInjected"] | components["schemas"]["SummaryRecorded"] | components["schemas"]["MemoryInjected"] | components["schemas"]["ConversationArchived"] | components["schemas"]["ConversationReactivated"] | components["schemas"]["ConversationCleared"] | components["schemas"]["UserForgotten"] | components["schemas"]["MessageRetracted"] | components["schemas"]["AgentSessionClosed"] | components["schemas"]["ConversationDeleted"] | components["schemas"]["TitleChanged"] | components["schemas"]["ContextWindowReported"] | components["schemas"]["MemoryPolicySet"] | components["schemas"]["PreambleSent"] | components["schemas"]["RetentionPolicySet"] | components["schemas"]["ConversationErased"] | components["schemas"]["RetentionCapReached"] | components["schemas"]["HistoryCompacted"] | components["schemas"]["HistoryRewound"] | components["schemas"]["ConversationForked"];
         };
         /**
          * TitleChanged
@@ -3897,6 +4027,153 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExportOut"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body, bad header) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may not do this, or the request came from a web page (`Origin`) not allowed with --allow-origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such conversation (or not this token's), no conversation ever recorded for the user or workspace asked about (`unknown-user`), or no such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers, or the body, did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Other writers kept winning the race for this conversation; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a body not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Without a token: a `Host` header that is not the server's address (DNS rebinding) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input: `field` names the offending field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many live streams held by this token (--max-streams-per-token) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are too large, or there are too many headers */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Overloaded (too many requests in flight) or the storage is unavailable: retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    fork: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body gets the first answer back (`Idempotent-Replayed: true`), with another body a 422; in a turn, messages without an `id` get `KEY#0`, `KEY#1`... */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description the conversation key the host chose, URL-encoded */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForkIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForkOut"];
                 };
             };
             /** @description Malformed request (not JSON, empty body, bad header) */
