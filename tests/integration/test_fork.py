@@ -170,3 +170,28 @@ def test_forgetting_the_user_forgets_the_forks(tmp_path: Path,
         with pytest.raises(ConversationForgotten):
             log.get("p").fork(at="a1", key="g")
         assert all("Secret" not in str(m.content) for m in log.get("f").messages())
+
+
+def test_the_openai_session_of_a_fork_reads_the_parents_items(log: Any) -> None:
+    pytest.importorskip("agents")
+    from convlog.integrations.openai_agents import ConvlogSession
+
+    async def main() -> None:
+        parent = ConvlogSession("s", log)
+        await parent.add_items([{"role": "user", "content": "one"},
+                                {"role": "assistant", "content": "1"},
+                                {"role": "user", "content": "two"},
+                                {"role": "assistant", "content": "2"}])
+        first = log.messages("s")[1].message_id
+        log.fork("s", at=first, new_key="s2")
+        fork = ConvlogSession("s2", log)
+        await fork.add_items([{"role": "user", "content": "three"}])
+        items: list[Any] = await fork.get_items()
+        assert [i["content"] for i in items] == ["one", "1", "three"]
+        for limit in (1, 2, 3):
+            assert await fork.get_items(limit=limit) == items[-limit:]
+        popped = await fork.pop_item()
+        assert popped is not None and popped["content"] == "three"
+        assert [i["content"] for i in await parent.get_items()] == ["one", "1", "two", "2"]
+
+    asyncio.run(main())
