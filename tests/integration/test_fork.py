@@ -190,8 +190,9 @@ def test_the_openai_session_of_a_fork_reads_the_parents_items(log: Any) -> None:
         assert [i["content"] for i in items] == ["one", "1", "three"]
         for limit in (1, 2, 3):
             assert await fork.get_items(limit=limit) == items[-limit:]
-        popped = await fork.pop_item()
+        popped: Any = await fork.pop_item()
         assert popped is not None and popped["content"] == "three"
-        assert [i["content"] for i in await parent.get_items()] == ["one", "1", "two", "2"]
+        parent_items: list[Any] = await parent.get_items()
+        assert [i["content"] for i in parent_items] == ["one", "1", "two", "2"]
 
     asyncio.run(main())
