@@ -9,10 +9,13 @@ Served by the proxy for agents that lack them, recorded for every agent:
 - `session/delete`: recorded (`conversation_deleted`), not erased: the events stay,
   `replay` and `show` still show them, `session/list` leaves the session out (erasure
   is `convlog forget`). Forwarded when the agent advertises `.delete`.
-- `session/fork`: a new conversation whose `session_started` metadata names its parent
-  (`forked_from`) and the parent's version at the fork (`forked_at_version`). Forwarded
-  when the agent advertises `.fork` and the parent is attached; else the fork is a new
-  agent session given the parent's budgeted history in its first prompt.
+- `session/fork`: a fork of the parent's conversation at its newest message
+  (`conv.fork`, issue 47: the parent's history by reference, lineage in the catalog);
+  its first event's metadata also names the parent (`forked_from`) and the parent's
+  version at the fork (`forked_at_version`). A parent with no message yet gives a new
+  conversation with that metadata. Forwarded when the agent advertises `.fork` and
+  the parent is attached; else the fork is a new agent session given the parent's
+  budgeted history in its first prompt.
 - `session_info_update` with a title: `title_changed`, so the catalog, `sessions` and
   `session/list` show the agent's title.
 - `usage_update`'s `used`/`size`: one `context_window_reported` per turn (the last
@@ -109,7 +112,9 @@ async def fork_session(proxy: Proxy, params: Any) -> Any:
     parent_key = key_of(parent_id)
     if not await proxy.log.exists(parent_key):
         raise _not_found(parent_id)
+    await proxy.recorder.drain()  # the parent's last turn recorded: the fork starts after it
     at_version = (await proxy.log.state(parent_key)).version
+    newest = await proxy.log.messages(parent_key, last=1)
     parent = proxy.sessions.by_id.get(parent_id)
     where = {k: v for k, v in params.items() if k != "sessionId"}
     injection = None
@@ -128,8 +133,12 @@ async def fork_session(proxy: Proxy, params: Any) -> Any:
     session.model = current_model(result) or (parent.model if parent else None)
     session.preamble = parent.preamble if parent is not None else None
     metadata = proxy._metadata({"forked_from": parent_key, "forked_at_version": at_version})
-    await proxy.recorder.start(session.key, agent=proxy.agent_name, cwd=session.cwd,
-                               metadata=metadata, native=native)
+    if newest:
+        await proxy.recorder.fork(session.key, parent=parent_key, at=newest[-1].message_id,
+                                  agent=proxy.agent_name, metadata=metadata, native=native)
+    else:
+        await proxy.recorder.start(session.key, agent=proxy.agent_name, cwd=session.cwd,
+                                   metadata=metadata, native=native)
     proxy.sessions.bind(session, native)
     return {**result, "sessionId": session.id}
 

@@ -41,6 +41,18 @@ class Recorder:
                                     metadata=metadata)
         await self.log.bind_native_session(key, native, agent)
 
+    async def fork(self, key: str, *, parent: str, at: str, agent: str | None,
+                   metadata: dict[str, Any], native: str) -> None:
+        """A fork of `parent` at its message `at` (its history by reference:
+        convlog.services.fork), bound to the agent's own session id."""
+        await self._write(self._fork(key, parent, at, agent, metadata, native), key)
+
+    async def _fork(self, key: str, parent: str, at: str, agent: str | None,
+                    metadata: dict[str, Any], native: str) -> None:
+        await self.log.fork(parent, at=at, new_key=key, agent=agent, channel="acp",
+                            metadata=metadata)
+        await self.log.bind_native_session(key, native, agent)
+
     async def turn(self, key: str, messages: list[convlog.Message] | None,
                    facts: Sequence[ContextWindowReported] = (), *,
                    first: Sequence[PreambleSent] = ()) -> None:

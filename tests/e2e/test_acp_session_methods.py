@@ -18,6 +18,7 @@ from convlog.domain.events import (
     AgentSessionClosed,
     ContextWindowReported,
     ConversationDeleted,
+    ConversationForked,
     MessageAppended,
     TitleChanged,
 )
@@ -98,14 +99,23 @@ def test_close_delete_window_title_and_fork_are_served_and_recorded(tmp_path: Pa
         assert [w.message_id for w in windows] == agent_ids  # one per turn, named
         assert any(isinstance(r.event, TitleChanged) for r in kept_events)
         assert log.state(kept).title == "Code words"
-        started: Any = log.events(fork)[0].event
+        # a fork by reference (issue 47): the parent's history up to its last message
+        # before the fork, then the fork's own; lineage in the catalog
+        info = log.info(fork)
+        assert info.parent == kept and info.channel == "acp"
+        started: Any = next(r.event for r in log.events(fork)
+                            if isinstance(r.event, ConversationForked))
+        assert started.at_message_id == info.fork_at
         parent_version = started.metadata["forked_at_version"]
         assert started.metadata["forked_from"] == kept
         # the parent's log at the fork point ends with the turn before the fork
         before = [r.event for r in log.events(kept, upto=parent_version)
                   if isinstance(r.event, MessageAppended)]
         assert before[-2].content == "and HERON"
-        assert log.messages(fork)[0].content == "what were the code words?"
+        said = [m.content for m in log.messages(fork)]
+        assert said[0] == "the code word is PELICAN" and "and HERON" in said
+        assert said[-2] == "what were the code words?" and "later" not in said
+        assert {r.key: r for r in log.conversations()}[kept].children == [fork]
         assert gone not in {r.key for r in log.conversations()}  # like an archived one
         rows = {r.key: r for r in log.conversations(include_archived=True)}
         assert rows[gone].status == "deleted" and rows[kept].title == "Code words"
