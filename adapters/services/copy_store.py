@@ -21,9 +21,11 @@ What is carried, and how each store's invariants are kept:
   answers byte for byte: forgetting a user works on the copy as on the source. A
   destination encrypted under other keys, or holding unencrypted events, is refused.
   Decrypting (an encrypted source into a plain store) is not offered.
-- **Not copied, on purpose**: snapshots, token counts and views (derived: made
-  again on use, the views rebuilt because the destination is another store), and
-  the store's identity.
+- **Snapshots are made, not copied**: a conversation of `SNAPSHOT_INTERVAL` (500)
+  events or more gets one of its last state copied, as its turns would have made.
+- **Not copied, on purpose**: token counts and views (derived: made again on use,
+  the views rebuilt because the destination is another store), and the store's
+  identity.
 
 Resuming: the progress IS the destination's events. A batch is one transaction, so a
 killed copy leaves a prefix of the source's log; a re-run checks the destination
@@ -53,7 +55,7 @@ from convlog.domain.events import MessageAppended
 from convlog.services.application import Application, bootstrap
 from convlog.services.options import LogOptions
 from convlog.services.requests import PREFIX
-from convlog.storage.application import ConversationStore
+from convlog.storage.application import SNAPSHOT_INTERVAL, ConversationStore
 from convlog.storage.recorder import Run
 
 PAGE = 1000
@@ -149,6 +151,7 @@ def _copy(src: Application, dst: Application, batch: int, progress: Progress | N
                                    dst.config.display)
     sealing = target.keyring.enabled and not verbatim
     users: dict[str, str | None] = {}
+    lasts: dict[str, int] = {}  # stream -> last version copied by this run
     copied, started = already, time.perf_counter()
     while True:
         rows = source.index.select_raw(after, batch)
@@ -158,8 +161,12 @@ def _copy(src: Application, dst: Application, batch: int, progress: Progress | N
                                   for run in _runs(rows)])
         copied += len(rows)
         after = rows[-1][0]
+        lasts.update((row[1], row[2]) for row in rows)
         if progress is not None:
             progress(CopyProgress(copied, after))
+    for hex_id, last in lasts.items():  # the snapshots its turns would have made
+        if last >= SNAPSHOT_INTERVAL:
+            target.snapshot_now(UUID(hex_id))
     seconds = time.perf_counter() - started
     for scope, answer, created in source.index.answer_rows():
         if verbatim:  # sealed under the same data key it is carried with

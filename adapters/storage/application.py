@@ -549,6 +549,15 @@ class ConversationStore(Application[UUID]):
             self._snapshot(conversation, after)
         return after, recorded
 
+    @storage_errors
+    def snapshot_now(self, conversation: UUID) -> int:
+        """Snapshot the conversation's current state; its version. `convlog copy`
+        writes rows, not turns, so it makes the snapshots the turns would have made
+        (without one, a cold read of a long conversation replays all of it)."""
+        state = self._state(conversation, "", True)
+        self._snapshot(conversation, state)
+        return state.version
+
     def _snapshot(self, conversation: UUID, state: Conversation) -> None:
         if self.snapshots is None:
             return

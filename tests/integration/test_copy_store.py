@@ -21,6 +21,7 @@ import pytest
 import convlog
 from convlog.cli.main import main
 from convlog.crypto.keys import generate_key
+from convlog.domain.conversation import conversation_id
 from convlog.services.copy_store import CopyRefused, copy, digest_of
 from convlog.services.log import application
 from tests.httpserver import served
@@ -127,6 +128,23 @@ def test_the_views_of_the_copy_rebuild_from_it(tmp_path: Path,
                      "--json"]) == 0
     original, copied = (json.loads(line) for line in capsys.readouterr().out.splitlines())
     assert copied == original and len(copied) == 7
+
+
+def test_a_long_conversation_gets_the_snapshot_its_turns_would_have_made(
+        tmp_path: Path, pg_url: str) -> None:
+    source = f"sqlite:///{tmp_path / 'a.db'}"
+    with convlog.open(source) as log:
+        conv = log.conversation("long", user="u1", agent="bot")
+        for turn in range(300):  # 601 events: past one snapshot interval (500)
+            conv.append_turn([convlog.user(f"q{turn}"), convlog.assistant(f"a{turn}")])
+        state = msgspec.json.encode(conv.state)
+    copy(source, pg_url, batch=250)
+    with convlog.open(pg_url) as log:
+        store = application(log).store
+        assert store.snapshots is not None
+        (snapshot,) = store.snapshots.recorder.select_events(conversation_id("long"))
+        assert snapshot.originator_version == 601
+        assert msgspec.json.encode(log.conversation("long").state) == state
 
 
 def test_plain_to_encrypted_seals_with_the_destinations_key(
