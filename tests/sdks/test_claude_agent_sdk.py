@@ -227,3 +227,37 @@ def test_a_redacting_log_counts_the_redacted_text(tmp_path: Path) -> None:
                                         count_tokens("Where is auth configured?")[0]]
     finally:
         log.close()
+
+
+def test_the_sdks_fork_session_via_store_works_through_the_store(store: Any,
+                                                                 tmp_path: Path) -> None:
+    """The SDK's own store-backed fork (`fork_session_via_store`, issue 47): it loads
+    the source through the store and appends a rewritten copy under a new session id
+    (every entry a new uuid, the new sessionId, `forkedFrom`): the SDK's fork is a
+    copy by its own definition, and this store keeps what it appends, as it came."""
+    from claude_agent_sdk import fork_session_via_store, project_key_for_directory
+
+    ids = [f"5f0c6a4e-0000-4000-8000-00000000001{i}" for i in range(4)]
+    source: Any = {"project_key": project_key_for_directory(tmp_path),
+                   "session_id": "5f0c6a4e-0000-4000-8000-000000000002"}
+
+    def turn(i: int, kind: str, text: str) -> Any:
+        found = entry(ids[i], kind, {"role": kind, "content": text},
+                      ids[i - 1] if i else None)
+        return {**found, "sessionId": source["session_id"]}
+
+    run(store.append(source, [turn(0, "user", "Book Paris"),
+                              turn(1, "assistant", "Booked."),
+                              turn(2, "user", "Add a hotel"),
+                              turn(3, "assistant", "The Ritz.")]))
+    result = run(fork_session_via_store(store, source["session_id"], directory=str(tmp_path),
+                                        up_to_message_id=ids[1], title="Paris, no hotel"))
+    fork: Any = {**source, "session_id": result.session_id}
+    loaded = run(store.load(fork))
+    said = [e for e in loaded if e.get("type") in ("user", "assistant")]
+    assert [e["message"]["content"] for e in said] == ["Book Paris", "Booked."]
+    assert all(e["forkedFrom"]["sessionId"] == source["session_id"] for e in said)
+    assert [e["forkedFrom"]["messageUuid"] for e in said] == ids[:2]
+    messages = store.log.messages(conversation_key(fork))
+    assert [m.content for m in messages] == ["Book Paris", "Booked."]
+    assert len(run(store.load(source))) == 4  # the source unaffected
