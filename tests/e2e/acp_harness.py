@@ -4,8 +4,11 @@ every `session/update` it is sent."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +35,38 @@ def trace(workdir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def kill_agents(workdir: Path) -> None:
+    """SIGKILL every agent process the test agent traced in `workdir`."""
+    for pid in {t["pid"] for t in trace(workdir)}:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def one_turn(db: str, workdir: Path, *options: str) -> None:
+    """One prompt through `convlog acp OPTIONS -- <the memory agent>` with the Python
+    ACP SDK as the host, then every process ends: what the proxy's options record is
+    then in the store."""
+    import acp
+
+    client: Any = RecordingClient()  # duck-typed, as the SDK's examples are
+
+    async def turn() -> None:
+        async with acp.spawn_agent_process(
+                client, *proxy_command(db, agent_command("memory", workdir),
+                                                  *options),
+                env=env(), use_unstable_protocol=True) as (conn, proc):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
+                                  client_info=CLIENT_INFO)
+            session = await conn.new_session(cwd=str(workdir), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id,
+                              prompt=[acp.text_block("hello")])
+            proc.terminate()
+            kill_agents(workdir)
+            await proc.wait()
+
+    asyncio.run(asyncio.wait_for(turn(), 60))
 
 
 def env() -> dict[str, str]:

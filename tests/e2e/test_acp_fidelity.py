@@ -26,10 +26,10 @@ from tests.e2e.acp_harness import (
     agent_command,
     coalesced,
     env,
+    kill_agents,
     proxy_command,
     trace,
 )
-from tests.e2e.test_acp_proxy import kill_agents
 
 acp = pytest.importorskip("acp")
 

@@ -8,9 +8,6 @@ its modes. The database is a real SQLite file, read back with the public API.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ from tests.e2e.acp_harness import (
     RecordingClient,
     agent_command,
     env,
+    kill_agents,
     proxy_command,
     trace,
 )
@@ -50,12 +48,6 @@ async def session_with(client: RecordingClient, db: str, mode: str, workdir: Pat
             kill_agents(workdir)
             await proc.wait()
         return str(session.session_id)
-
-
-def kill_agents(workdir: Path) -> None:
-    for pid in {t["pid"] for t in trace(workdir)}:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ environment variables. Before the fix none of them could set it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -15,8 +14,7 @@ import pytest
 
 import convlog
 from convlog.domain.events import MemoryPolicySet
-from tests.e2e.acp_harness import CLIENT_INFO, RecordingClient, agent_command, env, proxy_command
-from tests.e2e.test_acp_proxy import kill_agents
+from tests.e2e.acp_harness import env, one_turn
 from tests.httpserver import spawn_serve
 
 POLICY = ["--max-injected-blocks-in-history", "1", "--context-window-depth", "5"]
@@ -67,22 +65,8 @@ def test_a_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_acp_flags_set_the_policy(tmp_path: Path) -> None:
-    acp = pytest.importorskip("acp")
+    pytest.importorskip("acp")
     db = f"sqlite:///{tmp_path / 'acp.db'}"
 
-    async def one_turn() -> None:
-        async with acp.spawn_agent_process(
-                RecordingClient(), *proxy_command(db, agent_command("memory", tmp_path),
-                                                  *POLICY),
-                env=env(), use_unstable_protocol=True) as (conn, proc):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
-                                  client_info=CLIENT_INFO)
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            await conn.prompt(session_id=session.session_id,
-                              prompt=[acp.text_block("hello")])
-            proc.terminate()
-            kill_agents(tmp_path)
-            await proc.wait()
-
-    asyncio.run(asyncio.wait_for(one_turn(), 60))
+    one_turn(db, tmp_path, *POLICY)
     assert policies(db) == [(1, 5)]

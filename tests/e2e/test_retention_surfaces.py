@@ -4,15 +4,13 @@ environment; a policy set on purpose is left alone."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import httpx
 import pytest
 
 import convlog
-from tests.e2e.acp_harness import CLIENT_INFO, RecordingClient, agent_command, env, proxy_command
-from tests.e2e.test_acp_proxy import kill_agents
+from tests.e2e.acp_harness import one_turn
 from tests.httpserver import spawn_serve
 
 P = convlog.RetentionPolicy
@@ -24,25 +22,10 @@ def store_policy(db: str) -> convlog.RetentionInForce:
 
 
 def test_acp_flags_set_the_store_policy(tmp_path: Path) -> None:
-    acp = pytest.importorskip("acp")
+    pytest.importorskip("acp")
     db = f"sqlite:///{tmp_path / 'acp.db'}"
 
-    async def one_turn() -> None:
-        async with acp.spawn_agent_process(
-                RecordingClient(), *proxy_command(db, agent_command("memory", tmp_path),
-                                                  "--archive-after-days", "7",
-                                                  "--erase-after-days", "30"),
-                env=env(), use_unstable_protocol=True) as (conn, proc):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
-                                  client_info=CLIENT_INFO)
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            await conn.prompt(session_id=session.session_id,
-                              prompt=[acp.text_block("hello")])
-            proc.terminate()
-            kill_agents(tmp_path)
-            await proc.wait()
-
-    asyncio.run(asyncio.wait_for(one_turn(), 60))
+    one_turn(db, tmp_path, "--archive-after-days", "7", "--erase-after-days", "30")
     assert store_policy(db) == convlog.RetentionInForce(
         policy=P(archive_after_days=7, erase_after_days=30), source="store")
 

@@ -94,9 +94,9 @@ async def _turns(db: str, workdir: Path, turns: list[int], session_id: str | Non
         RecordingClient,
         agent_command,
         env,
+        kill_agents,
         proxy_command,
     )
-    from tests.e2e.test_acp_proxy import kill_agents
 
     client = RecordingClient()
     async with acp.spawn_agent_process(cast(Any, client),
