@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from eventsourcing.persistence import IntegrityError
 
 import convlog
 from convlog.cli.main import main
@@ -145,6 +146,21 @@ def test_a_long_conversation_gets_the_snapshot_its_turns_would_have_made(
         (snapshot,) = store.snapshots.recorder.select_events(conversation_id("long"))
         assert snapshot.originator_version == 601
         assert msgspec.json.encode(log.conversation("long").state) == state
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_batch_is_all_or_nothing(backend: str, tmp_path: Path, pg_url: str) -> None:
+    """`insert_runs` (a copy's batch): a run that conflicts leaves none of the batch."""
+    url = pg_url if backend == "postgres" else f"sqlite:///{tmp_path / 'a.db'}"
+    with convlog.open(url) as log:
+        log.conversation("a", user="u", agent="bot").append(convlog.user("x", id="m1"))
+        index = application(log).store.index
+        rows = index.select_rows(conversation_id("a"))
+        (_, topic, state), b = rows[0], conversation_id("b")
+        with pytest.raises(IntegrityError):
+            index.insert_runs([([(b.hex, 1, topic, state)], (b, ["x"])),
+                               ([(conversation_id("a").hex, 1, topic, state)], None)])
+        assert index.select_rows(b) == [] and index.index_entries(b) == []
 
 
 def test_plain_to_encrypted_seals_with_the_destinations_key(
