@@ -148,6 +148,24 @@ def test_a_long_conversation_gets_the_snapshot_its_turns_would_have_made(
         assert msgspec.json.encode(log.conversation("long").state) == state
 
 
+def test_what_the_source_gains_is_copied_by_the_same_run_or_the_next(
+        tmp_path: Path) -> None:
+    source, dest = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    _seed(source, conversations=3, turns=2)
+    with convlog.open(source) as writer:
+        def write(done: Any) -> None:  # a host writing while the copy runs
+            if done.copied <= 4:
+                writer.conversation("c:0").append(convlog.user(f"meanwhile {done.copied}"))
+
+        first = copy(source, dest, batch=2, progress=write)
+        writer.conversation("c:2").append(convlog.user("after the copy"))
+        writer.conversation("new", user="u5", agent="bot").append(convlog.user("new"))
+    assert first.events == _digest(dest)[0]
+    again = copy(source, dest, batch=2)
+    assert (again.already, again.copied) == (first.events, 3)
+    assert _digest(dest) == _digest(source) and _index(dest) == _index(source)
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_batch_is_all_or_nothing(backend: str, tmp_path: Path, pg_url: str) -> None:
     """`insert_runs` (a copy's batch): a run that conflicts leaves none of the batch."""
