@@ -72,9 +72,7 @@ def fork(writer: Writer, parent: str, at: str, key: str, *, user: str | None = N
         raise InvalidInput(f"conversation {parent!r} is archived: reactivate it before "
                            "forking it", field="key")
     version, retracted = _find(store, pid, state, at)
-    base = store.repository.get(pid, version=version,  # the parent's state at the fork
-                                projector_func=project)  # type: ignore[type-var]
-    assert isinstance(base, Conversation)
+    base = _state_at(store, state, version)
     event = ConversationForked(
         at=store.clock.now(),  # stamped again when decided
         key=key, user=user if owner_given else state.user,
@@ -98,6 +96,17 @@ def fork(writer: Writer, parent: str, at: str, key: str, *, user: str | None = N
     after, _saved = writer.decide(key, decide)
     return Forked(key=key, parent=parent, fork_at=at, fork_version=version,
                   version=after.version, user=after.user)
+
+
+def _state_at(store: Any, state: Conversation, version: int) -> Conversation:
+    """The state of `state`'s history at position `version`: its own stream's, or,
+    for a position at or below its fork point, its parent's (recursively)."""
+    while state.parent is not None and version <= state.fork_version:
+        state = store.load(conversation_id(state.parent), state.parent)
+    found = store.repository.get(conversation_id(state.key), version=version,
+                                 projector_func=project)
+    assert isinstance(found, Conversation)
+    return found
 
 
 def _find(store: Any, pid: Any, state: Conversation, at: str

@@ -32,6 +32,10 @@ Read = Callable[[UUID, "int | None", "int | None", bool, "int | None"], list[T]]
 Fork = tuple[UUID, int]
 """(the parent's stream, the fork's position in it)."""
 
+KNOWN = 100_000
+"""Streams whose lineage a process keeps (~100 bytes each); cleared when full, as
+the SQLite recorder's stream numbers are: a stream is then looked up once more."""
+
 
 class Lineage:
     """Which streams are forks, and the spliced reads over them."""
@@ -60,18 +64,21 @@ class Lineage:
                 return None  # not written yet: it may still begin as a fork
             found = (conversation_id(first.parent_key), first.at_version) \
                 if isinstance(first, ConversationForked) else None
-        with self._lock:
-            self._known[key] = found
+        self._keep(key, found)
         return found
+
+    def _keep(self, key: int, found: Fork | None) -> None:
+        with self._lock:
+            if len(self._known) >= KNOWN:
+                self._known.clear()
+            self._known.setdefault(key, found)
 
     def note(self, stream: UUID, state: Conversation) -> None:
         """What a write just learned (the first event of a new fork, say)."""
         if not state.started:
             return
-        with self._lock:
-            if stream.int not in self._known:
-                self._known[stream.int] = (conversation_id(state.parent), state.fork_version) \
-                    if state.parent is not None else None
+        self._keep(stream.int, (conversation_id(state.parent), state.fork_version)
+                   if state.parent is not None else None)
 
     def splice(self, stream: UUID, after: int | None, upto: int | None, desc: bool,
                limit: int | None, read: Read[T]) -> list[T]:

@@ -196,3 +196,14 @@ def test_the_openai_session_of_a_fork_reads_the_parents_items(log: Any) -> None:
         assert [i["content"] for i in parent_items] == ["one", "1", "two", "2"]
 
     asyncio.run(main())
+
+
+def test_a_fork_of_a_fork_at_a_message_of_the_grandparent(log: Any) -> None:
+    turns(log.conversation("p"), 2)
+    log.fork("p", at="a2", new_key="c")
+    turns(log.get("c"), 1, start=5)
+    done = log.fork("c", at="a1", new_key="g")  # inherited by c from p
+    assert done.fork_version == 3
+    turns(log.get("g"), 1, start=9)
+    assert [m.message_id for m in log.messages("g")] == ["q1", "a1", "q9", "a9"]
+    assert log.info("g").message_count == 4

@@ -8,8 +8,9 @@ one pairing checker (convlog.projections.pairing.check_pairs). Each call's tool 
 named after the call (``tc7``) and each result says whose it is (``out-c7``), so the
 text can be read back without convlog's help.
 
-Issue 47: compactions (`conv.compact`, any `keep_last`) and rewinds (`conv.rewind`
-to a live message, a call's too) are among the operations.
+Issue 47: compactions (`conv.compact`, any `keep_last`), rewinds (`conv.rewind`
+to a live message, a call's too) and forks (`conv.fork` at any message, maybe between
+a call and its result; the writes then go on in the fork) are among the operations.
 
 Issue 41: agents that number their calls per process reuse ids after a restart
 (``restart``: the ids start again at ``c0``) and in every turn. The stored ids are
@@ -71,6 +72,7 @@ _op = st.one_of(
     st.tuples(st.just("restart")),
     st.tuples(st.just("compact"), st.integers(0, 4)),
     st.tuples(st.just("rewind"), st.integers(0, 5)),
+    st.tuples(st.just("fork"), st.integers(0, 5)),
 )
 
 
@@ -149,6 +151,15 @@ class Writer:
             if live:
                 with contextlib.suppress(convlog.InvalidInput):  # compacted: refused
                     self.conv.rewind(live[-1 - min(op[1], len(live) - 1)].message_id)
+        elif kind == "fork":  # issue 47: at any message, maybe between a call and its
+            # result; the writes go on in the fork (its history: the parent's, by reference)
+            said = self.conv.messages()
+            if said:
+                key = f"{self.conv.key}/f{self.id()}"
+                with contextlib.suppress(convlog.InvalidInput):  # withdrawn: refused
+                    self.conv.fork(at=said[-1 - min(op[1], len(said) - 1)].message_id,
+                                   key=key)
+                    self.conv = self.conv.log.get(key)
 
     def calls(self, style: str, fates: list[str]) -> None:
         made = [self.call_id() for _ in fates]
@@ -190,15 +201,15 @@ _keys = itertools.count()
                      messages=st.integers(1, 16), chars=st.integers(16, 300))))
 def test_every_context_is_paired(sqlite_log: convlog.ConversationLog,
                                  ops: list[tuple[Any, ...]], budget: convlog.Budget) -> None:
-    conv = sqlite_log.conversation(f"p{next(_keys)}")
-    writer = Writer(conv)
+    writer = Writer(sqlite_log.conversation(f"p{next(_keys)}"))
     for op in ops:
         writer.apply(op)
+    conv = writer.conv  # a fork's, when the writes went on in one
     if writer.late:
         conv.append_turn(writer.late)
     for fmt in ("xml", "markdown", "messages"):
         ctx = conv.context(budget=budget, format=fmt)
-        assert check_pairs(read_back(ctx.text)) == [], (fmt, ctx.text)
+        assert check_pairs(read_back(ctx.text)) == [], (fmt, ctx.text, ops, budget)
         assert ctx.tokens <= budget.tokens
 
 
@@ -222,6 +233,7 @@ _item_op = st.one_of(
     st.tuples(st.just("restart")),
     st.tuples(st.just("compact"), st.integers(0, 4)),
     st.tuples(st.just("rewind"), st.integers(0, 5)),
+    st.tuples(st.just("fork"), st.integers(0, 5)),
 )
 
 
@@ -248,7 +260,7 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
     late: list[Any] = []  # the SDK's item types are TypedDicts: plain dicts here
 
     async def run() -> list[list[Any]]:
-        nonlocal late
+        nonlocal late, session
         for op in ops:
             if op[0] == "say":
                 said: Any = {"role": op[1], "content": f"say-{next(n)}"}
@@ -284,6 +296,9 @@ def test_every_get_items_is_paired(sqlite_log: convlog.ConversationLog,
                     await session.add_items(late)
                     late = []
                 writer.restart()
+            elif op[0] == "fork":  # issue 47: the session goes on in the fork
+                writer.apply(op)
+                session = ConvlogSession(writer.conv.key, sqlite_log)
             else:
                 writer.apply(op)
         if late:
