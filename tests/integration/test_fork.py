@@ -72,6 +72,11 @@ def test_a_fork_reads_the_parents_prefix_then_its_own(log: Any) -> None:
     rows = {r.key: r for r in log.conversations()}
     assert (rows["f"].parent, rows["f"].fork_at, rows["f"].children) == ("p", "a2", [])
     assert rows["p"].children == ["f"] and rows["p"].parent is None
+    assembled = log.events("f")  # the parent's events up to the fork, then its own
+    assert [r.version for r in assembled] == list(range(1, 9))
+    assert isinstance(assembled[5].event, ConversationForked)
+    # the catalog's figures count each message once, where it was recorded
+    assert (rows["f"].message_count, rows["p"].message_count) == (2, 6)
 
 
 def test_a_fork_of_a_fork_and_another_owner(log: Any) -> None:
