@@ -212,3 +212,20 @@ def test_a_fork_of_a_fork_at_a_message_of_the_grandparent(log: Any) -> None:
     turns(log.get("g"), 1, start=9)
     assert [m.message_id for m in log.messages("g")] == ["q1", "a1", "q9", "a9"]
     assert log.info("g").message_count == 4
+
+
+def test_a_fork_for_another_user_reads_a_forgotten_parents_words_as_forgotten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.crypto.helpers import use_key
+    use_key(monkeypatch)
+    with convlog.open(f"sqlite:///{tmp_path / 'c.db'}", views=str(tmp_path / "v.duckdb"),
+                      preload_tokenizer=False) as log:
+        parent = log.conversation("p", user="alice")
+        parent.append_turn([convlog.user("alice's secret", id="q1"),
+                            convlog.assistant("Noted.", id="a1")])
+        log.fork("p", at="a1", new_key="f", user="bob")
+        log.get("f").append(convlog.user("bob's own", id="b1"))
+        assert log.forget(user="alice").conversations == ["p"]
+        assert [m.content for m in log.get("f").messages()] == [
+            "[forgotten]", "[forgotten]", "bob's own"]
+        assert "secret" not in log.get("f").context().text
